@@ -1,0 +1,34 @@
+# Self-bootstrapping entry points: the only prerequisite is Python >= 3.11.
+#   make demo   – index the packaged sample corpus with the embedded models (no GPU/network/key)
+#   make test   – lint + the whole test suite (what CI runs)
+PYTHON ?= python3
+VENV ?= .venv
+# The CPU build of torch; set TORCH_SPEC='torch' (or a CUDA wheel) on GPU machines.
+TORCH_SPEC ?= torch==2.13.0
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.hoprag-installed
+
+.PHONY: demo test lint install clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "hoprag needs Python >= 3.11 (found %s); set PYTHON=python3.11" % sys.version.split()[0])'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/hoprag demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: lint
+	$(BIN)/python -m pytest -q -rs
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,203 @@
+"""The ``hoprag`` console script. Each subcommand parses its config, builds components, runs.
+
+Heavy imports (torch, ray, transformers) happen inside the subcommand that needs them, so
+``hoprag --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from hoprag import __version__
+
+
+def _add_config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", type=Path, default=None, help="YAML config for this stage")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field, e.g. --set extraction.batch_size=8 (repeatable)",
+    )
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hoprag", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"hoprag {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser(
+        "index",
+        help="build, resume, extend or shrink a KG index (`hoprag index stats DIR` prints statistics)",
+        description="Corpus → LLM OpenIE (Ray Data) → KG index. Re-running resumes from the extraction "
+        "cache; --add adds documents; --delete removes them.",
+    )
+    p.add_argument(
+        "--corpus", type=Path, help="GFM-RAG raw dir (DIR/raw/dataset_corpus.json), .json, .jsonl or .parquet"
+    )
+    p.add_argument("--out", type=Path, required=True, help="index directory (created or updated)")
+    p.add_argument("--add", action="store_true", help="add the corpus's documents to the existing index")
+    p.add_argument(
+        "--delete", action="append", default=[], metavar="TITLE", help="remove a document (repeatable)"
+    )
+    p.add_argument("--delete-file", type=Path, help="file with one document title per line to remove")
+    p.add_argument("--json", action="store_true", help="print the build summary as one JSON object")
+    _add_config_args(p)
+
+    s = sub.add_parser("index-stats", help=argparse.SUPPRESS)
+    s.add_argument("index_dir", type=Path)
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.add_argument("--verify", action="store_true", help="also verify snapshot checksums")
+
+    g = sub.add_parser("generate", help="write a synthetic multi-hop QA benchmark (GFM-RAG raw format)")
+    g.add_argument("--out", type=Path, required=True, help="output directory (OUT/raw/*.json)")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--num-documents", type=int, default=1000)
+    g.add_argument("--train-questions", type=int, default=200)
+    g.add_argument("--test-questions", type=int, default=100)
+    g.add_argument("--domains", nargs="+", default=None, help="domains to include (default: all)")
+    g.add_argument(
+        "--held-out-domains", nargs="+", default=[], help="domains whose questions go only to test"
+    )
+
+    d = sub.add_parser("demo", help="run the pipeline on the packaged sample corpus with embedded models")
+    d.add_argument("--workdir", type=Path, default=Path("runs/demo"), help="where the demo writes its index")
+    d.add_argument("--fresh", action="store_true", help="discard a previous demo index (and its cache) first")
+    _add_config_args(d)
+
+    b = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md by hand)")
+    bsub = b.add_subparsers(dest="bench", required=True)
+    bi = bsub.add_parser("index", help="Ray Data extraction vs a sequential loop; graph build at scale")
+    bi.add_argument("--docs", type=int, default=48, help="documents for the LLM throughput comparison")
+    bi.add_argument("--sequential-docs", type=int, default=12, help="documents for the sequential baseline")
+    bi.add_argument(
+        "--graph-triples", type=int, default=1_000_000, help="synthetic triples for the graph build"
+    )
+    bi.add_argument("--json", action="store_true")
+    bi.add_argument("--workdir", type=Path, default=Path("runs/bench-index"))
+    _add_config_args(bi)
+    return parser
+
+
+def _rewrite_argv(argv: list[str]) -> list[str]:
+    # `hoprag index stats DIR` reads better than a separate top-level command.
+    if len(argv) >= 2 and argv[0] == "index" and argv[1] == "stats":
+        return ["index-stats", *argv[2:]]
+    return argv
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``hoprag`` console script."""
+    args_list = _rewrite_argv(list(sys.argv[1:] if argv is None else argv))
+    args = _build_parser().parse_args(args_list)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from hoprag.config import ConfigError
+
+    try:
+        if args.command == "index":
+            return _cmd_index(args)
+        if args.command == "index-stats":
+            return _cmd_index_stats(args)
+        if args.command == "generate":
+            return _cmd_generate(args)
+        if args.command == "demo":
+            from hoprag.demo import run_demo
+
+            return run_demo(args.workdir, fresh=args.fresh, config_path=args.config, overrides=args.overrides)
+        if args.command == "bench" and args.bench == "index":
+            from indexing.bench import run_index_benchmark
+
+            return run_index_benchmark(args)
+    except ConfigError as exc:
+        print(f"hoprag: config error: {exc}", file=sys.stderr)
+        return 2
+    except _UserError as exc:
+        print(f"hoprag: {exc}", file=sys.stderr)
+        return 2
+    return 1
+
+
+class _UserError(Exception):
+    pass
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    from hoprag.config import load_config
+    from hoprag.kg.store import KGIndexError
+    from indexing.config import IndexConfig
+    from indexing.corpus import CorpusError, read_corpus
+    from indexing.pipeline import build_index
+
+    config = load_config(IndexConfig, args.config, args.overrides)
+    deletions = list(args.delete)
+    if args.delete_file:
+        deletions += [
+            line.strip() for line in args.delete_file.read_text(encoding="utf-8").splitlines() if line.strip()
+        ]
+    if args.corpus is None and not deletions:
+        raise _UserError("index: give --corpus (to build or --add) and/or --delete TITLE")
+    if args.add and args.corpus is None:
+        raise _UserError("index --add needs --corpus with the documents to add")
+    try:
+        corpus = read_corpus(args.corpus) if args.corpus else None
+        summary = build_index(args.out, config, corpus=corpus, add=args.add, delete_titles=deletions)
+    except (CorpusError, KGIndexError) as exc:
+        raise _UserError(str(exc)) from exc
+    if args.json:
+        print(json.dumps(summary.to_dict(), default=str))
+    else:
+        print(summary.render())
+        print(f"index written to {args.out}")
+    return 0
+
+
+def _cmd_index_stats(args: argparse.Namespace) -> int:
+    from hoprag.kg.index import KGIndex
+    from hoprag.kg.stats import index_stats, render_stats
+    from hoprag.kg.store import KGIndexError
+
+    try:
+        stats = index_stats(KGIndex(args.index_dir, verify=args.verify))
+    except KGIndexError as exc:
+        raise _UserError(str(exc)) from exc
+    print(json.dumps(stats) if args.json else render_stats(stats))
+    return 0
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from hoprag.data.synthetic import DOMAINS, SyntheticConfig, write_benchmark
+
+    try:
+        config = SyntheticConfig(
+            seed=args.seed,
+            num_documents=args.num_documents,
+            num_train_questions=args.train_questions,
+            num_test_questions=args.test_questions,
+            domains=args.domains or list(DOMAINS),
+            held_out_domains=args.held_out_domains,
+        )
+    except ValidationError as exc:
+        raise _UserError(f"generate: {exc}") from exc
+    bench = write_benchmark(config, args.out)
+    print(
+        f"wrote {len(bench.corpus)} documents, {len(bench.train)} train and {len(bench.test)} test questions "
+        f"to {args.out / 'raw'}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

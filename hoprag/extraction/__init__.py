@@ -1,0 +1,1 @@
+"""OpenIE and NER: prompts (both styles, versioned) and the defensive parsers for their outputs."""

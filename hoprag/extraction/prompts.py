@@ -1,0 +1,113 @@
+"""Versioned OpenIE / NER prompts in the two styles backends accept.
+
+``completion`` prompts are few-shot transcripts for base models (the embedded Gemma 3 270M): the
+model continues the pattern and a stop sequence ends its answer. ``chat`` prompts ask instruct
+models for JSON. Changing any prompt text must bump :data:`PROMPT_VERSION`: it is part of the
+extraction cache key, so old cached results are not mixed with new ones.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from hoprag.llm.base import ChatMessage, GenerationParams, Prompt, PromptStyle
+
+PROMPT_VERSION = "openie-v1"
+
+# Invented names on purpose: a small model copies unfamiliar names faithfully, but drifts to
+# famous ones ("Paris") when the examples contain real entities.
+_FEW_SHOT = [
+    (
+        "Juno Halleck is a writer. Juno Halleck studied at Carrow College. "
+        "Carrow College is located in Quifen.",
+        [
+            ("Juno Halleck", "is a", "writer"),
+            ("Juno Halleck", "studied at", "Carrow College"),
+            ("Carrow College", "located in", "Quifen"),
+        ],
+    ),
+    (
+        "The Salt Ledger is a film released in 1987. The Salt Ledger was directed by Oriel Fane. "
+        "Velbrin Pharma manufactures Ostarizumab.",
+        [
+            ("The Salt Ledger", "is a", "film"),
+            ("The Salt Ledger", "released in", "1987"),
+            ("The Salt Ledger", "directed by", "Oriel Fane"),
+            ("Velbrin Pharma", "manufactures", "Ostarizumab"),
+        ],
+    ),
+]
+
+_NER_FEW_SHOT = [
+    ("In which town was the husband of the author of The Salt Ledger born?", ["The Salt Ledger"]),
+    ("Did Juno Halleck and Oriel Fane study at the same college?", ["Juno Halleck", "Oriel Fane"]),
+]
+
+
+def _triple_line(t: tuple[str, str, str]) -> str:
+    return f"({t[0]} | {t[1]} | {t[2]})"
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    """A prompt plus the generation settings and parser format that belong to it."""
+
+    prompt: Prompt
+    params: GenerationParams
+    output_format: str  # "lines" (few-shot completion) or "json" (chat)
+
+
+def openie_prompt(passage: str, style: PromptStyle, max_new_tokens: int = 192) -> PromptSpec:
+    """Triples (subject | relation | object) for one passage; entities are their subjects/objects."""
+    if style == "completion":
+        shots = []
+        for text, triples in _FEW_SHOT:
+            lines = "\n".join(_triple_line(t) for t in triples)
+            shots.append(f"Passage: {text}\nTriples:\n{lines}")
+        head = "Extract the facts of each passage as (subject | relation | object) triples, one per line.\n\n"
+        prompt = head + "\n\n".join(shots) + f"\n\nPassage: {passage}\nTriples:\n"
+        return PromptSpec(prompt, GenerationParams(max_new_tokens, 0.0, ("\n\n", "Passage:")), "lines")
+    example_text, example_triples = _FEW_SHOT[0]
+    messages: list[ChatMessage] = [
+        {
+            "role": "system",
+            "content": "You extract knowledge-graph triples from passages. Answer with JSON only: "
+            '{"named_entities": [...], "triples": [[subject, relation, object], ...]}. Every subject and '
+            "object must be a named entity or value that appears in the passage; resolve pronouns to names.",
+        },
+        {"role": "user", "content": f"Passage: {example_text}"},
+        {
+            "role": "assistant",
+            "content": json.dumps(
+                {
+                    "named_entities": sorted({e for t in example_triples for e in (t[0], t[2])}),
+                    "triples": [list(t) for t in example_triples],
+                }
+            ),
+        },
+        {"role": "user", "content": f"Passage: {passage}"},
+    ]
+    return PromptSpec(messages, GenerationParams(max_new_tokens * 2, 0.0, ()), "json")
+
+
+def ner_prompt(text: str, style: PromptStyle, max_new_tokens: int = 48) -> PromptSpec:
+    """Named entities mentioned in a question (or a short passage)."""
+    if style == "completion":
+        shots = "\n\n".join(f"Question: {q}\nEntities: {'; '.join(ents)}" for q, ents in _NER_FEW_SHOT)
+        prompt = (
+            "List the named entities (people, places, organizations, works, products, ...) "
+            f"that each question mentions.\n\n{shots}\n\nQuestion: {text}\nEntities:"
+        )
+        return PromptSpec(prompt, GenerationParams(max_new_tokens, 0.0, ("\n",)), "lines")
+    q, ents = _NER_FEW_SHOT[0]
+    messages: list[ChatMessage] = [
+        {
+            "role": "system",
+            "content": 'List the named entities mentioned in the text. Answer with JSON only: {"named_entities": [...]}',
+        },
+        {"role": "user", "content": q},
+        {"role": "assistant", "content": json.dumps({"named_entities": ents})},
+        {"role": "user", "content": text},
+    ]
+    return PromptSpec(messages, GenerationParams(max_new_tokens * 2, 0.0, ()), "json")

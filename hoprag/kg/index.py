@@ -1,0 +1,142 @@
+"""Read-only access to a KG index: entity lookup, k-hop neighbourhoods, statistics.
+
+Large arrays (embeddings, adjacency) are memory-mapped, so opening an index with millions of
+triples costs little; k-hop expansion walks the CSR adjacency and never builds a networkx graph.
+networkx is only used for the statistics view (:meth:`KGIndex.to_networkx`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hoprag.kg.store import KGIndexError, read_manifest, verify_checksums
+from hoprag.kg.tables import KIND_EXTRACTED, Adjacency
+from hoprag.text import normalize_entity
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+class KGIndex:
+    """A loaded KG index snapshot (see :mod:`hoprag.kg.tables` for the layout)."""
+
+    def __init__(self, index_dir: str | Path, verify: bool = False) -> None:
+        self.path = Path(index_dir)
+        self.manifest: dict[str, Any] = read_manifest(self.path)
+        self.snapshot = self.path / self.manifest["snapshot"]
+        if verify:
+            bad = verify_checksums(self.path, self.manifest)
+            if bad:
+                raise KGIndexError(f"{self.path}: checksum mismatch in {', '.join(bad)}")
+        entities = pq.read_table(self.snapshot / "entities.parquet")
+        self.entity_names: list[str] = entities.column("name").to_pylist()
+        self.entity_surface: list[str] = entities.column("surface").to_pylist()
+        self.relation_names: list[str] = (
+            pq.read_table(self.snapshot / "relations.parquet").column("name").to_pylist()
+        )
+        triples = pq.read_table(
+            self.snapshot / "triples.parquet", columns=["head", "relation", "tail", "kind"]
+        )
+        self.head = triples.column("head").to_numpy()
+        self.relation = triples.column("relation").to_numpy()
+        self.tail = triples.column("tail").to_numpy()
+        self.kind = triples.column("kind").to_numpy()
+        adj = np.load(self.snapshot / "adjacency.npz")
+        self.adjacency = Adjacency(adj["indptr"], adj["neighbor"], adj["triple_id"], adj["outgoing"])
+        self._entity_lookup = {name: i for i, name in enumerate(self.entity_names)}
+
+    # -- sizes -----------------------------------------------------------------------------
+    @property
+    def num_entities(self) -> int:
+        return len(self.entity_names)
+
+    @property
+    def num_triples(self) -> int:
+        return len(self.head)
+
+    # -- lazily loaded tables --------------------------------------------------------------
+    @cached_property
+    def documents(self) -> pa.Table:
+        return pq.read_table(self.snapshot / "documents.parquet")
+
+    @cached_property
+    def doc_entities(self) -> pa.Table:
+        return pq.read_table(self.snapshot / "doc_entities.parquet")
+
+    @cached_property
+    def questions(self) -> pa.Table | None:
+        path = self.snapshot / "questions.parquet"
+        return pq.read_table(path) if path.exists() else None
+
+    @cached_property
+    def entity_embeddings(self) -> np.ndarray:
+        return np.load(self.snapshot / "entity_embeddings.npy", mmap_mode="r")
+
+    @cached_property
+    def relation_embeddings(self) -> np.ndarray:
+        return np.load(self.snapshot / "relation_embeddings.npy", mmap_mode="r")
+
+    @cached_property
+    def triple_doc_ids(self) -> list[list[int]]:
+        return (
+            pq.read_table(self.snapshot / "triples.parquet", columns=["doc_ids"])
+            .column("doc_ids")
+            .to_pylist()
+        )
+
+    # -- lookups ---------------------------------------------------------------------------
+    def entity_id(self, name: str) -> int | None:
+        """Id of an entity by any spelling (normalized before lookup), or ``None``."""
+        return self._entity_lookup.get(normalize_entity(name))
+
+    def triple(self, triple_id: int) -> tuple[str, str, str]:
+        """The (head, relation, tail) strings of one triple."""
+        return (
+            self.entity_names[int(self.head[triple_id])],
+            self.relation_names[int(self.relation[triple_id])],
+            self.entity_names[int(self.tail[triple_id])],
+        )
+
+    def neighbors(self, entity_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(neighbor_entity_ids, triple_ids)`` of all triples touching ``entity_id`` (both directions)."""
+        lo, hi = self.adjacency.indptr[entity_id], self.adjacency.indptr[entity_id + 1]
+        return self.adjacency.neighbor[lo:hi], self.adjacency.triple_id[lo:hi]
+
+    def k_hop(self, seeds: Iterable[int], k: int, max_entities: int | None = None) -> dict[int, int]:
+        """Entities within ``k`` hops of ``seeds`` → their hop distance (BFS over the CSR adjacency).
+
+        Cost depends on the size of the neighbourhood, not of the whole graph.
+        """
+        dist = {int(s): 0 for s in seeds}
+        frontier = list(dist)
+        for hop in range(1, k + 1):
+            nxt = []
+            for e in frontier:
+                nbrs, _ = self.neighbors(e)
+                for n in nbrs.tolist():
+                    if n not in dist:
+                        dist[n] = hop
+                        nxt.append(n)
+                        if max_entities is not None and len(dist) >= max_entities:
+                            return dist
+            frontier = nxt
+        return dist
+
+    # -- analysis view ---------------------------------------------------------------------
+    def to_networkx(self, include_equivalent: bool = True) -> nx.MultiDiGraph:
+        """The KG as a networkx multigraph (for statistics and analysis, not the hot path)."""
+        import networkx as nx
+
+        g = nx.MultiDiGraph()
+        g.add_nodes_from(range(self.num_entities))
+        mask = np.ones(self.num_triples, bool) if include_equivalent else self.kind == KIND_EXTRACTED
+        for tid in np.flatnonzero(mask).tolist():
+            g.add_edge(int(self.head[tid]), int(self.tail[tid]), key=tid, relation=int(self.relation[tid]))
+        return g

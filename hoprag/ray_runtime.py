@@ -1,0 +1,47 @@
+"""Starting or joining a Ray cluster with settings that work on small machines too."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from pydantic import BaseModel, Field
+
+logger = logging.getLogger(__name__)
+
+
+class RayConfig(BaseModel):
+    """Where to run. Without ``address`` a local cluster is started in-process."""
+
+    address: str | None = Field(
+        default=None,
+        description="Existing cluster ('auto', 'ray://host:10001', ...); None starts a local one.",
+    )
+    num_cpus: int | None = Field(
+        default=None,
+        ge=1,
+        description="Logical CPUs of a local cluster. Default: 2x the cores (at least 4), "
+        "so Ray Data's read and map stages are not starved by an LLM actor on 2-core machines.",
+    )
+    object_store_memory_mb: int | None = Field(default=None, ge=64, description="Local object store size.")
+    include_dashboard: bool = Field(default=False, description="Start the dashboard for a local cluster.")
+
+
+def init_ray(config: RayConfig | None = None) -> None:
+    """Connect to or start Ray once per process (a no-op if already initialized)."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    config = config or RayConfig()
+    if config.address:
+        ray.init(address=config.address, log_to_driver=True)
+        return
+    cores = os.cpu_count() or 2
+    ray.init(
+        num_cpus=config.num_cpus or max(4, 2 * cores),
+        object_store_memory=(config.object_store_memory_mb or 512) * 1024**2,
+        include_dashboard=config.include_dashboard,
+        log_to_driver=True,
+    )
+    logger.info("started a local Ray cluster: %s", ray.cluster_resources())

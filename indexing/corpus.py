@@ -1,0 +1,177 @@
+"""Reading corpora and benchmark questions: GFM-RAG raw directories, JSON, JSONL or Parquet.
+
+Input problems never abort the read: undecodable bytes are replaced (and counted), empty
+documents are kept but flagged, duplicate titles keep the first document and count the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hoprag.text import clean_document_text, content_hash
+
+SPLITS = ("train", "test")
+
+
+class CorpusError(ValueError):
+    """A corpus path that cannot be read at all (missing, wrong layout, invalid JSON)."""
+
+
+@dataclass(frozen=True)
+class Document:
+    title: str
+    text: str
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.title, self.text)
+
+
+@dataclass
+class Corpus:
+    documents: list[Document]
+    questions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    problems: Counter[str] = field(default_factory=Counter)
+    source: str = ""
+
+
+def _read_text(path: Path, problems: Counter[str]) -> str:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        problems["non_utf8_file"] += 1
+        return data.decode("utf-8", errors="replace")
+
+
+def _load_json(path: Path, problems: Counter[str]) -> Any:
+    try:
+        return json.loads(_read_text(path, problems))
+    except json.JSONDecodeError as exc:
+        raise CorpusError(f"{path} is not valid JSON: {exc}") from exc
+
+
+def _add(docs: dict[str, Document], title: Any, text: Any, problems: Counter[str]) -> None:
+    if isinstance(text, bytes) or (isinstance(text, str) and "\ufffd" in text):
+        problems["non_utf8_text"] += 1
+    if not isinstance(title, str | bytes) or not isinstance(text, str | bytes | None):
+        problems["bad_row"] += 1
+        return
+    title_s = clean_document_text(title).replace("\n", " ")
+    text_s = clean_document_text(text or "")
+    if not title_s:
+        problems["missing_title"] += 1
+        return
+    if title_s in docs:
+        if docs[title_s].text != text_s:
+            problems["duplicate_title"] += 1
+        else:
+            problems["duplicate_document"] += 1
+        return
+    if not text_s:
+        problems["empty_document"] += 1
+    docs[title_s] = Document(title_s, text_s)
+
+
+def _corpus_from_mapping(obj: Any, path: Path, docs: dict[str, Document], problems: Counter[str]) -> None:
+    if isinstance(obj, dict):
+        for title, text in obj.items():
+            _add(docs, title, text, problems)
+    elif isinstance(obj, list):
+        for row in obj:
+            if isinstance(row, dict):
+                _add(docs, row.get("title"), row.get("text"), problems)
+            else:
+                problems["bad_row"] += 1
+    else:
+        raise CorpusError(f"{path}: expected a {{title: text}} object or a list of {{title, text}} rows")
+
+
+def read_corpus(path: str | Path) -> Corpus:
+    """Read documents (and, for raw directories, ``train``/``test`` questions) from ``path``.
+
+    Accepted: a directory with ``raw/dataset_corpus.json`` (or ``dataset_corpus.json``) and optional
+    ``train.json``/``test.json`` beside it; a ``.json`` file (``{title: text}`` or rows); a ``.jsonl``
+    file of ``{title, text}`` rows; a ``.parquet`` file with ``title`` and ``text`` columns.
+    """
+    p = Path(path)
+    problems: Counter[str] = Counter()
+    docs: dict[str, Document] = {}
+    questions: dict[str, list[dict[str, Any]]] = {}
+    if p.is_dir():
+        raw = p / "raw" if (p / "raw" / "dataset_corpus.json").is_file() else p
+        corpus_file = raw / "dataset_corpus.json"
+        if not corpus_file.is_file():
+            raise CorpusError(f"{p}: no raw/dataset_corpus.json (GFM-RAG raw layout) found")
+        _corpus_from_mapping(_load_json(corpus_file, problems), corpus_file, docs, problems)
+        for split in SPLITS:
+            qfile = raw / f"{split}.json"
+            if qfile.is_file():
+                questions[split] = read_questions(qfile, problems)
+    elif p.suffix == ".jsonl":
+        for lineno, line in enumerate(_read_text(p, problems).splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                problems["bad_jsonl_line"] += 1
+                if problems["bad_jsonl_line"] == 1:
+                    problems[f"first_bad_line:{lineno}"] += 1
+                continue
+            if isinstance(row, dict):
+                _add(docs, row.get("title"), row.get("text"), problems)
+            else:
+                problems["bad_row"] += 1
+    elif p.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(p)
+        missing = {"title", "text"} - set(table.column_names)
+        if missing:
+            raise CorpusError(f"{p}: missing column(s) {sorted(missing)}")
+        for title, text in zip(
+            table.column("title").to_pylist(), table.column("text").to_pylist(), strict=True
+        ):
+            _add(docs, title, text, problems)
+    elif p.suffix == ".json" and p.is_file():
+        _corpus_from_mapping(_load_json(p, problems), p, docs, problems)
+    elif not p.exists():
+        raise CorpusError(f"corpus {p} does not exist")
+    else:
+        raise CorpusError(f"{p}: unsupported corpus format (use a raw directory, .json, .jsonl or .parquet)")
+    return Corpus(list(docs.values()), questions, problems, str(p))
+
+
+def read_questions(path: Path, problems: Counter[str] | None = None) -> list[dict[str, Any]]:
+    """Questions in GFM-RAG raw form: ``[{id, question, answer, answer_aliases?, supporting_facts}]``."""
+    problems = problems if problems is not None else Counter()
+    rows = _load_json(path, problems)
+    if not isinstance(rows, list):
+        raise CorpusError(f"{path}: expected a list of questions")
+    out = []
+    for i, row in enumerate(rows):
+        if (
+            not isinstance(row, dict)
+            or not isinstance(row.get("question"), str)
+            or not row["question"].strip()
+        ):
+            problems["bad_question"] += 1
+            continue
+        facts = row.get("supporting_facts") or []
+        # HotpotQA-style facts are [title, sentence_id] pairs; GFM-RAG raw uses plain titles.
+        titles = [f[0] if isinstance(f, list | tuple) and f else f for f in facts]
+        out.append(
+            {
+                "id": str(row.get("id", f"{path.stem}-{i}")),
+                "question": row["question"].strip(),
+                "answer": str(row.get("answer", "")),
+                "answer_aliases": [str(a) for a in row.get("answer_aliases") or []],
+                "supporting_facts": list(dict.fromkeys(str(t) for t in titles if t)),
+            }
+        )
+    return out

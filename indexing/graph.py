@@ -1,0 +1,183 @@
+"""From documents + extraction records to KG tables (no LLM): normalization, dedup, synonyms, CSR.
+
+Everything here is vectorized over triples so graphs with millions of triples build in seconds.
+Entity ids are positions in the sorted list of normalized names, so the same document set always
+yields the same index (a resumed build equals an uninterrupted one).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from hoprag.embedding import Embedder, top_k_cosine
+from hoprag.kg.tables import EQUIVALENT, KIND_EQUIVALENT, KIND_EXTRACTED, Adjacency, KGTables
+from hoprag.text import normalize_entity
+from indexing.config import SynonymConfig
+from indexing.corpus import Document
+
+logger = logging.getLogger(__name__)
+
+_SPACES = re.compile(r"\s+")
+
+
+def normalize_relation(relation: str) -> str:
+    """Relations keep their words (they carry meaning for the GLM) but lose case and extra spaces."""
+    return _SPACES.sub(" ", relation.strip().lower())
+
+
+@dataclass
+class PreviousState:
+    """What an incremental build reuses from the previous snapshot, keyed by name."""
+
+    entity_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    relation_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    equivalent_pairs: set[tuple[str, str]] = field(default_factory=set)
+
+
+def _embed_with_reuse(
+    names: list[str], previous: dict[str, np.ndarray], embedder: Embedder
+) -> tuple[np.ndarray, list[int]]:
+    """Vectors for ``names``, embedding only those not in ``previous``; returns (matrix, new positions)."""
+    missing = [i for i, n in enumerate(names) if n not in previous]
+    matrix = np.zeros((len(names), embedder.dim), dtype=np.float32)
+    reused = [i for i, n in enumerate(names) if n in previous]
+    if reused:
+        matrix[reused] = np.stack([previous[names[i]] for i in reused])
+    if missing:
+        matrix[missing] = embedder.encode([names[i] for i in missing])
+    return matrix, missing
+
+
+def synonym_pairs(
+    vectors: np.ndarray, query_ids: Sequence[int], config: SynonymConfig
+) -> set[tuple[int, int]]:
+    """Undirected entity pairs (a < b) whose cosine similarity is ≥ ``threshold`` among the top-k.
+
+    GFM-RAG normalizes a candidate's score by the query's score against itself; for the
+    L2-normalized embeddings used here self-similarity is 1, so the rule is plain cosine ≥ 0.8.
+    Only ``query_ids`` are searched, which is what makes incremental adds cheap.
+    """
+    if not config.enabled or len(query_ids) == 0 or len(vectors) < 2:
+        return set()
+    queries = vectors[np.asarray(query_ids)]
+    idx, sims = top_k_cosine(queries, vectors, config.top_k + 1)
+    self_sim = np.einsum("ij,ij->i", queries, queries)[:, None]
+    normalized = sims / np.maximum(self_sim, 1e-12)
+    q_ids = np.asarray(query_ids)[:, None].repeat(idx.shape[1], axis=1)
+    keep = (normalized >= config.threshold) & (idx != q_ids)
+    a, b = q_ids[keep], idx[keep]
+    return {(int(min(x, y)), int(max(x, y))) for x, y in zip(a.tolist(), b.tolist(), strict=True)}
+
+
+def build_tables(
+    documents: Sequence[Document],
+    doc_triples: Sequence[Sequence[tuple[str, str, str]]],
+    doc_entities: Sequence[Sequence[str]],
+    embedder: Embedder,
+    synonyms: SynonymConfig,
+    previous: PreviousState | None = None,
+) -> KGTables:
+    """Assemble one snapshot. ``doc_triples[i]``/``doc_entities[i]`` belong to ``documents[i]`` (doc_id i)."""
+    previous = previous or PreviousState()
+    # Flatten (document, subject, relation, object) once; everything after is array work.
+    lengths = np.fromiter((len(ts) for ts in doc_triples), dtype=np.int64, count=len(doc_triples))
+    t_doc = np.repeat(np.arange(len(documents), dtype=np.int32), lengths)
+    flat = [t for ts in doc_triples for t in ts]
+    heads_raw = [normalize_entity(t[0]) for t in flat]
+    tails_raw = [normalize_entity(t[2]) for t in flat]
+    rels_raw = [normalize_relation(t[1]) for t in flat]
+    surface: dict[str, str] = {}
+    for t, h, o in zip(flat, heads_raw, tails_raw, strict=True):
+        surface.setdefault(h, t[0].strip())
+        surface.setdefault(o, t[2].strip())
+    ent_doc_pairs: list[tuple[int, str]] = []
+    for d, ents in enumerate(doc_entities):
+        for e in ents:
+            n = normalize_entity(e)
+            if n:
+                surface.setdefault(n, e.strip())
+                ent_doc_pairs.append((d, n))
+    entity_names = sorted(surface)
+    entity_index = {n: i for i, n in enumerate(entity_names)}
+    relation_names = sorted(set(rels_raw) | ({EQUIVALENT} if synonyms.enabled else set()))
+    relation_index = {r: i for i, r in enumerate(relation_names)}
+
+    head = np.fromiter((entity_index[h] for h in heads_raw), dtype=np.int64, count=len(flat))
+    tail = np.fromiter((entity_index[o] for o in tails_raw), dtype=np.int64, count=len(flat))
+    rel = np.fromiter((relation_index[r] for r in rels_raw), dtype=np.int64, count=len(flat))
+    n_e, n_r = max(1, len(entity_names)), max(1, len(relation_names))
+    key = (head * n_r + rel) * n_e + tail
+    uniq, inverse = np.unique(key, return_inverse=True)
+    u_head = (uniq // (n_r * n_e)).astype(np.int32)
+    u_rel = ((uniq // n_e) % n_r).astype(np.int32)
+    u_tail = (uniq % n_e).astype(np.int32)
+    # Provenance: the sorted, unique documents stating each unique triple.
+    order = np.lexsort((t_doc, inverse))
+    inv_sorted, doc_sorted = inverse[order], t_doc[order]
+    first = np.ones(len(order), bool)
+    first[1:] = (inv_sorted[1:] != inv_sorted[:-1]) | (doc_sorted[1:] != doc_sorted[:-1])
+    inv_sorted, doc_sorted = inv_sorted[first], doc_sorted[first]
+    bounds = np.searchsorted(inv_sorted, np.arange(len(uniq) + 1))
+    triple_docs = [doc_sorted[bounds[i] : bounds[i + 1]].tolist() for i in range(len(uniq))]
+
+    # Document ↔ entity links: arguments of the document's triples plus its extra (NER) entities.
+    link_doc = np.concatenate([t_doc, t_doc, np.array([d for d, _ in ent_doc_pairs], dtype=np.int32)])
+    link_ent = np.concatenate(
+        [head, tail, np.array([entity_index[n] for _, n in ent_doc_pairs], dtype=np.int64)]
+    ).astype(np.int64)
+    link_key = np.unique(link_doc.astype(np.int64) * n_e + link_ent)
+    de_doc = (link_key // n_e).astype(np.int32)
+    de_ent = (link_key % n_e).astype(np.int32)
+    num_docs_per_entity = np.bincount(de_ent, minlength=len(entity_names)).astype(np.int32)
+
+    entity_vectors, new_entities = _embed_with_reuse(entity_names, previous.entity_vectors, embedder)
+    relation_vectors, _ = _embed_with_reuse(relation_names, previous.relation_vectors, embedder)
+
+    pairs = synonym_pairs(entity_vectors, new_entities, synonyms)
+    for a, b in previous.equivalent_pairs:  # carried over: both ends still exist
+        if a in entity_index and b in entity_index:
+            pairs.add((min(entity_index[a], entity_index[b]), max(entity_index[a], entity_index[b])))
+    # An equivalent edge between entities already linked by an extracted triple still helps
+    # (it names the relation), so no filtering beyond self-pairs.
+    eq = np.array(sorted(pairs), dtype=np.int32).reshape(-1, 2)
+    kind = np.concatenate(
+        [np.full(len(uniq), KIND_EXTRACTED, np.int8), np.full(len(eq), KIND_EQUIVALENT, np.int8)]
+    )
+    all_head = np.concatenate([u_head, eq[:, 0]])
+    all_tail = np.concatenate([u_tail, eq[:, 1]])
+    eq_rel = relation_index.get(EQUIVALENT, 0)
+    all_rel = np.concatenate([u_rel, np.full(len(eq), eq_rel, np.int32)])
+    triple_docs.extend([] for _ in range(len(eq)))
+
+    doc_table = pa.table(
+        {
+            "doc_id": pa.array(np.arange(len(documents), dtype=np.int32)),
+            "title": pa.array([d.title for d in documents], pa.string()),
+            "text": pa.array([d.text for d in documents], pa.string()),
+            "content_hash": pa.array([d.content_hash for d in documents], pa.string()),
+        }
+    )
+    return KGTables(
+        documents=doc_table,
+        entity_names=entity_names,
+        entity_surface=[surface[n] for n in entity_names],
+        entity_num_docs=num_docs_per_entity,
+        relation_names=relation_names,
+        head=all_head,
+        relation=all_rel,
+        tail=all_tail,
+        kind=kind,
+        triple_doc_ids=triple_docs,
+        doc_entity_doc=de_doc,
+        doc_entity_entity=de_ent,
+        entity_embeddings=entity_vectors,
+        relation_embeddings=relation_vectors,
+        adjacency=Adjacency.build(len(entity_names), all_head, all_tail),
+        extra={"new_entities": len(new_entities), "equivalent_edges": len(eq)},
+    )

@@ -1,0 +1,345 @@
+"""``hoprag index``: corpus → extraction (Ray Data, resumable) → graph → questions → atomic snapshot."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hoprag.config import dump_config
+from hoprag.embedding import SentenceTransformerEmbedder
+from hoprag.extraction.prompts import PROMPT_VERSION
+from hoprag.kg.index import KGIndex
+from hoprag.kg.store import KGIndexError, write_snapshot
+from hoprag.kg.tables import KIND_EQUIVALENT, MANIFEST
+from hoprag.llm.factory import LLMBackendConfig, expected_model_id
+from hoprag.text import content_hash
+from indexing.cache import RETRY_STATUSES, ExtractionCache
+from indexing.config import IndexConfig
+from indexing.corpus import Corpus, Document
+from indexing.extract import TASK_NER, TASK_OPENIE, ExtractionRecord, LLMExtractor, extraction_key, ner_key
+from indexing.graph import PreviousState, build_tables
+from indexing.questions import LinkingStats, link_questions, questions_table
+
+logger = logging.getLogger(__name__)
+
+PARSE_FAILURE_STATUSES = ("no_triples", "unparseable", "empty_output")
+
+
+@dataclass
+class IndexSummary:
+    """What a build did; printed at the end of ``hoprag index`` and stored in the manifest."""
+
+    documents: int = 0
+    extracted_now: int = 0
+    reused_from_cache: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    dropped_triples: Counter[str] = field(default_factory=Counter)
+    clean_triples: int = 0
+    repaired_triples: int = 0
+    input_problems: Counter[str] = field(default_factory=Counter)
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    extraction_seconds: float = 0.0
+    entities: int = 0
+    relations: int = 0
+    triples: int = 0
+    equivalent_edges: int = 0
+    new_entities_embedded: int = 0
+    questions: int = 0
+    questions_with_entities: int = 0
+    link_sources: Counter[str] = field(default_factory=Counter)
+    unknown_deletions: list[str] = field(default_factory=list)
+    total_seconds: float = 0.0
+
+    @property
+    def docs_per_minute(self) -> float:
+        return 60.0 * self.extracted_now / self.extraction_seconds if self.extraction_seconds else 0.0
+
+    @property
+    def parse_failures(self) -> int:
+        return sum(self.statuses[s] for s in PARSE_FAILURE_STATUSES)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in self.__dict__.items():
+            out[key] = dict(value) if isinstance(value, Counter) else value
+        out["docs_per_minute"] = round(self.docs_per_minute, 2)
+        out["parse_failures"] = self.parse_failures
+        return out
+
+    def render(self) -> str:
+        fails = ", ".join(f"{k}={v}" for k, v in sorted(self.statuses.items()) if k != "ok") or "none"
+        drops = ", ".join(f"{k}={v}" for k, v in self.dropped_triples.most_common()) or "none"
+        problems = ", ".join(f"{k}={v}" for k, v in sorted(self.input_problems.items())) or "none"
+        lines = [
+            f"documents           {self.documents} ({self.extracted_now} extracted now, "
+            f"{self.reused_from_cache} from cache)",
+            f"extraction          {self.extraction_seconds:.1f}s, {self.docs_per_minute:.1f} docs/min, "
+            f"{self.llm_calls} LLM calls, {self.prompt_tokens}+{self.completion_tokens} tokens",
+            f"document failures   {fails}",
+            f"triples kept        {self.clean_triples} clean + {self.repaired_triples} repaired",
+            f"triples dropped     {drops}",
+            f"input problems      {problems}",
+            f"graph               {self.entities} entities, {self.relations} relations, {self.triples} triples "
+            f"(incl. {self.equivalent_edges} equivalent edges; {self.new_entities_embedded} entities embedded now)",
+            f"questions           {self.questions} ({self.questions_with_entities} linked to entities; "
+            f"{', '.join(f'{k}={v}' for k, v in sorted(self.link_sources.items())) or 'no links'})",
+            f"total               {self.total_seconds:.1f}s",
+        ]
+        if self.unknown_deletions:
+            lines.append(f"not found (delete)  {', '.join(self.unknown_deletions)}")
+        return "\n".join(lines)
+
+
+def _actor_llm_config(config: IndexConfig) -> LLMBackendConfig:
+    """Give each embedded-model actor its share of the cores (Ray sets OMP threads to num_cpus)."""
+    llm = config.llm.model_copy(deep=True)
+    if llm.backend == "embedded" and llm.embedded.num_threads is None:
+        cores = os.cpu_count() or 1
+        llm.embedded.num_threads = max(1, cores // config.extraction.concurrency)
+    return llm
+
+
+def run_extraction(
+    pending: Sequence[tuple[str, str, str]],
+    config: IndexConfig,
+    cache: ExtractionCache,
+    on_batch: Callable[[list[ExtractionRecord]], None] | None = None,
+) -> list[ExtractionRecord]:
+    """Run the LLM over ``(task, key, text)`` rows with Ray Data, persisting each finished batch.
+
+    ``task`` is ``openie`` (documents) or ``ner`` (questions); one actor pool serves both, so the
+    model is loaded once per actor for the whole build.
+    """
+    import ray
+    from tqdm import tqdm
+
+    from hoprag.ray_runtime import init_ray
+
+    if not pending:
+        return []
+    init_ray(config.ray)
+    ex = config.extraction
+    ds = ray.data.from_items(
+        [{"task": task, "doc_key": k, "text": t} for task, k, t in pending],
+        override_num_blocks=max(1, math.ceil(len(pending) / ex.batch_size)),
+    )
+    ds = ds.map_batches(
+        LLMExtractor,
+        fn_constructor_kwargs={"llm_config": _actor_llm_config(config), "extraction_config": ex},
+        batch_size=ex.batch_size,
+        compute=ray.data.ActorPoolStrategy(size=ex.concurrency),
+        num_cpus=ex.num_cpus,
+        num_gpus=ex.num_gpus or None,
+    )
+    records: list[ExtractionRecord] = []
+    with tqdm(total=len(pending), desc="LLM extraction (documents + questions)", unit="row") as bar:
+        for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+            rows = batch.to_pylist()
+            cache.append_rows(rows)
+            new = [ExtractionRecord.from_row(r) for r in rows]
+            records.extend(new)
+            if on_batch is not None:
+                on_batch(new)
+            bar.update(len(rows))
+    return records
+
+
+def _previous_state(previous: KGIndex | None, config: IndexConfig) -> PreviousState | None:
+    """Reuse embeddings and synonym edges only when they were made the same way."""
+    if previous is None:
+        return None
+    same = previous.manifest.get("embedder") == config.embedder.model and previous.manifest.get(
+        "synonyms"
+    ) == config.synonyms.model_dump(mode="json")
+    if not same:
+        return None
+    vecs = np.asarray(previous.entity_embeddings)
+    rvecs = np.asarray(previous.relation_embeddings)
+    pairs = {
+        (previous.entity_names[int(h)], previous.entity_names[int(t)])
+        for h, t, k in zip(previous.head, previous.tail, previous.kind, strict=True)
+        if k == KIND_EQUIVALENT
+    }
+    return PreviousState(
+        entity_vectors={n: vecs[i] for i, n in enumerate(previous.entity_names)},
+        relation_vectors={n: rvecs[i] for i, n in enumerate(previous.relation_names)},
+        equivalent_pairs=pairs,
+    )
+
+
+def _previous_questions(previous: KGIndex) -> dict[str, list[dict[str, Any]]]:
+    table = previous.questions
+    out: dict[str, list[dict[str, Any]]] = {}
+    if table is None:
+        return out
+    for row in table.to_pylist():
+        out.setdefault(row["split"], []).append(
+            {
+                "id": row["id"],
+                "question": row["question"],
+                "answer": row["answer"],
+                "answer_aliases": row["answer_aliases"],
+                "supporting_facts": row.get("supporting_facts") or row["supporting_docs"],
+            }
+        )
+    return out
+
+
+def build_index(
+    out: str | Path,
+    config: IndexConfig,
+    corpus: Corpus | None = None,
+    add: bool = False,
+    delete_titles: Sequence[str] = (),
+) -> IndexSummary:
+    """Build (or resume, extend, shrink) the index at ``out``; see ``hoprag index --help``."""
+    started = time.perf_counter()
+    out = Path(out)
+    summary = IndexSummary()
+    previous: KGIndex | None = None
+    if (out / MANIFEST).exists():
+        try:
+            previous = KGIndex(out)
+        except KGIndexError as exc:
+            if add or delete_titles:
+                raise
+            logger.warning("ignoring unreadable previous index (%s); rebuilding", exc)
+    if (add or delete_titles) and corpus is None and previous is None:
+        raise KGIndexError(f"{out} has no index to modify; build one first")
+
+    docs: dict[str, Document] = {}
+    questions: dict[str, list[dict[str, Any]]] = {}
+    if previous is not None and (add or (delete_titles and corpus is None)):
+        table = previous.documents
+        for title, text in zip(
+            table.column("title").to_pylist(), table.column("text").to_pylist(), strict=True
+        ):
+            docs[title] = Document(title, text)
+        questions = _previous_questions(previous)
+    if corpus is not None:
+        summary.input_problems.update(corpus.problems)
+        for d in corpus.documents:
+            docs[d.title] = d  # with --add, a known title with new text replaces the old document
+        for split, qs in corpus.questions.items():
+            questions[split] = qs
+    for title in delete_titles:
+        if docs.pop(title, None) is None:
+            summary.unknown_deletions.append(title)
+    documents = list(docs.values())
+    summary.documents = len(documents)
+
+    model_id = expected_model_id(config.llm)
+    keys = [extraction_key(d.content_hash, model_id, config.extraction) for d in documents]
+    all_questions = [dict(q, split=split) for split, qs in sorted(questions.items()) for q in qs]
+    q_keys = [ner_key(q["question"], model_id) for q in all_questions]
+    cache = ExtractionCache(out)
+    cached = cache.load()
+    pending: list[tuple[str, str, str]] = []
+    seen_keys: set[str] = set()
+    for key, doc in zip(keys, documents, strict=True):
+        rec = cached.get(key)
+        if (rec is None or rec.status in RETRY_STATUSES) and key not in seen_keys:
+            pending.append((TASK_OPENIE, key, doc.text))
+            seen_keys.add(key)
+    summary.reused_from_cache = len(documents) - len(pending)
+    if config.questions.use_llm_ner:
+        for key, q in zip(q_keys, all_questions, strict=True):
+            rec = cached.get(key)
+            if (rec is None or rec.status in RETRY_STATUSES) and key not in seen_keys:
+                pending.append((TASK_NER, key, q["question"]))
+                seen_keys.add(key)
+    t0 = time.perf_counter()
+    for rec in run_extraction(pending, config, cache):
+        cached[rec.doc_key] = rec
+    summary.extraction_seconds = time.perf_counter() - t0 if pending else 0.0
+    summary.extracted_now = sum(1 for task, _, _ in pending if task == TASK_OPENIE)
+
+    doc_triples, doc_entities = [], []
+    for key in keys:
+        rec = cached[key]
+        summary.statuses[rec.status] += 1
+        summary.dropped_triples.update(rec.dropped)
+        summary.clean_triples += rec.clean
+        summary.repaired_triples += rec.repaired
+        summary.llm_calls += rec.llm_calls
+        summary.prompt_tokens += rec.prompt_tokens
+        summary.completion_tokens += rec.completion_tokens
+        if rec.truncated_passages:
+            summary.input_problems["truncated_passages"] += rec.truncated_passages
+        doc_triples.append(rec.triples if rec.status == "ok" else [])
+        doc_entities.append(rec.entities if rec.status == "ok" else [])
+
+    embedder = SentenceTransformerEmbedder(config.embedder)
+    tables = build_tables(
+        documents, doc_triples, doc_entities, embedder, config.synonyms, _previous_state(previous, config)
+    )
+    summary.entities = len(tables.entity_names)
+    summary.relations = len(tables.relation_names)
+    summary.triples = tables.num_triples
+    summary.equivalent_edges = int(tables.extra["equivalent_edges"])
+    summary.new_entities_embedded = int(tables.extra["new_entities"])
+
+    if all_questions:
+        mentions = [cached[k].entities if k in cached and cached[k].status == "ok" else [] for k in q_keys]
+        title_to_doc = {d.title: i for i, d in enumerate(documents)}
+        doc_to_entities: dict[int, list[int]] = {}
+        for d, e in zip(tables.doc_entity_doc.tolist(), tables.doc_entity_entity.tolist(), strict=True):
+            doc_to_entities.setdefault(d, []).append(e)
+        rows, link_stats = link_questions(
+            all_questions,
+            mentions,
+            tables.entity_names,
+            tables.entity_embeddings,
+            title_to_doc,
+            doc_to_entities,
+            embedder,
+            config.questions,
+        )
+        for row, q in zip(rows, all_questions, strict=True):
+            row["split"] = q["split"]
+            row["supporting_facts"] = q.get("supporting_facts", [])
+        tables.questions = questions_table(rows)
+        _record_linking(summary, link_stats)
+
+    summary.total_seconds = time.perf_counter() - started
+    write_snapshot(
+        out,
+        tables,
+        {
+            "counts": {
+                "documents": summary.documents,
+                "entities": summary.entities,
+                "relations": summary.relations,
+                "triples": summary.triples,
+                "equivalent_edges": summary.equivalent_edges,
+                "questions": summary.questions,
+            },
+            "llm_model_id": model_id,
+            "prompt_version": PROMPT_VERSION,
+            "embedder": config.embedder.model,
+            "synonyms": config.synonyms.model_dump(mode="json"),
+            "config_hash": content_hash(dump_config(config)),
+            "config": config.model_dump(mode="json"),
+            "summary": summary.to_dict(),
+        },
+    )
+    return summary
+
+
+def _record_linking(summary: IndexSummary, stats: LinkingStats) -> None:
+    summary.questions = stats.questions
+    summary.questions_with_entities = stats.with_entities
+    summary.link_sources.update(stats.sources)
+    if stats.missing_supporting_docs:
+        summary.input_problems["missing_supporting_docs"] += stats.missing_supporting_docs
