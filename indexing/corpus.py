@@ -58,6 +58,9 @@ def _load_json(path: Path, problems: Counter[str]) -> Any:
 def _add(docs: dict[str, Document], title: Any, text: Any, problems: Counter[str]) -> None:
     if isinstance(text, bytes) or (isinstance(text, str) and "\ufffd" in text):
         problems["non_utf8_text"] += 1
+    if title is None or title == "":
+        problems["missing_title"] += 1
+        return
     if not isinstance(title, str | bytes) or not isinstance(text, str | bytes | None):
         problems["bad_row"] += 1
         return
@@ -102,6 +105,8 @@ def read_corpus(path: str | Path) -> Corpus:
     problems: Counter[str] = Counter()
     docs: dict[str, Document] = {}
     questions: dict[str, list[dict[str, Any]]] = {}
+    if not p.exists():
+        raise CorpusError(f"corpus {p} does not exist")
     if p.is_dir():
         raw = p / "raw" if (p / "raw" / "dataset_corpus.json").is_file() else p
         corpus_file = raw / "dataset_corpus.json"
@@ -140,8 +145,6 @@ def read_corpus(path: str | Path) -> Corpus:
             _add(docs, title, text, problems)
     elif p.suffix == ".json" and p.is_file():
         _corpus_from_mapping(_load_json(p, problems), p, docs, problems)
-    elif not p.exists():
-        raise CorpusError(f"corpus {p} does not exist")
     else:
         raise CorpusError(f"{p}: unsupported corpus format (use a raw directory, .json, .jsonl or .parquet)")
     return Corpus(list(docs.values()), questions, problems, str(p))

@@ -57,6 +57,20 @@ def _entity_like(span: str) -> bool:
     return bool(first) and (first.isupper() or first.isdigit())
 
 
+def _names_something(span: str, passage: str) -> bool:
+    """Whether ``span``, as written in the passage, looks like a name: it starts with a capital
+    letter or digit, or contains a capitalized word ("the gene CIMICK1"). Lowercase fragments such
+    as "released in 1987" are not subjects, however the model cased them.
+    """
+    pattern = r"\s+".join(re.escape(w) for w in span.split())
+    found = re.search(pattern, passage, flags=re.IGNORECASE) if pattern else None
+    written = found.group(0) if found else span
+    words = written.split()
+    return bool(words) and (
+        words[0][:1].isupper() or words[0][:1].isdigit() or any(w[:1].isupper() for w in words[1:])
+    )
+
+
 def _split_relation_object(middle: list[str], norm_passage: str) -> tuple[str, str] | None:
     """Join leading parts into the relation up to the first grounded, entity-like part."""
     for k in range(len(middle)):
@@ -76,7 +90,7 @@ def _split_merged(rel_obj: str, norm_passage: str) -> tuple[str, str] | None:
     return None
 
 
-def _check_triple(triple: Triple, norm_passage: str) -> str | None:
+def _check_triple(triple: Triple, norm_passage: str, passage: str) -> str | None:
     """The drop reason for a 3-part triple, or ``None`` if it is acceptable."""
     s, r, o = triple
     if not s or not r or not o:
@@ -91,6 +105,9 @@ def _check_triple(triple: Triple, norm_passage: str) -> str | None:
         return "overlong"
     if not (_grounded(s, norm_passage) and _grounded(o, norm_passage)):
         return "ungrounded"
+    if not _names_something(s, passage):
+        # "(born in 1934 | studied at | X)": a lowercase phrase is a fragment, not a subject.
+        return "subject_not_entity"
     if normalize_entity(s) == normalize_entity(o):
         return "self_loop"
     return None
@@ -164,7 +181,7 @@ def parse_openie_output(text: str, passage: str, output_format: str = "lines") -
         else:
             result.dropped["too_few_parts"] += 1
             continue
-        reason = _check_triple(triple, norm_passage)
+        reason = _check_triple(triple, norm_passage, passage)
         if reason is not None:
             result.dropped[reason] += 1
             continue

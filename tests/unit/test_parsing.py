@@ -1,0 +1,108 @@
+"""OpenIE/NER parsers: clean, repairable and hopeless LLM outputs."""
+
+from __future__ import annotations
+
+from hoprag.extraction.parsing import parse_entity_list, parse_openie_output
+
+PASSAGE = (
+    "Juno Halleck studied at Carrow College. The Salt Ledger was adapted for the stage by Oriel Fane. "
+    "Ithva Ulmar is a native of Quifen. The Salt Ledger is a film released in 1987."
+)
+
+
+def test_clean_three_part_triples():
+    r = parse_openie_output(
+        "(Juno Halleck | studied at | Carrow College)\n(The Salt Ledger | released in | 1987)", PASSAGE
+    )
+    assert r.status == "ok"
+    assert r.triples == [
+        ("Juno Halleck", "studied at", "Carrow College"),
+        ("The Salt Ledger", "released in", "1987"),
+    ]
+    assert (r.clean, r.repaired) == (2, 0)
+    assert set(r.entities) == {"Juno Halleck", "Carrow College", "The Salt Ledger", "1987"}
+
+
+def test_four_and_five_part_tuples_are_repaired_by_joining_the_relation():
+    out = "(Juno Halleck | studied | at | Carrow College)\n(The Salt Ledger | was | adapted for the stage | by | Oriel Fane)"
+    r = parse_openie_output(out, PASSAGE)
+    assert r.triples == [
+        ("Juno Halleck", "studied at", "Carrow College"),
+        ("The Salt Ledger", "was adapted for the stage by", "Oriel Fane"),
+    ]
+    assert (r.clean, r.repaired) == (0, 2)
+
+
+def test_two_part_tuple_split_into_relation_and_grounded_object():
+    r = parse_openie_output("(Ithva Ulmar | native of Quifen)", PASSAGE)
+    assert r.triples == [("Ithva Ulmar", "native of", "Quifen")]
+    assert r.repaired == 1
+
+
+def test_unrecoverable_shapes_are_dropped_with_reasons():
+    out = "\n".join(
+        [
+            "(Juno Halleck | studied at)",  # 2 parts, nothing grounded to split off
+            "(Juno Halleck | went | to | school)",  # 4 parts, no grounded entity-like object
+            "(Juno Halleck)",  # a single part
+        ]
+    )
+    r = parse_openie_output(out, PASSAGE)
+    assert r.triples == []
+    assert r.status == "no_triples"
+    assert r.dropped["two_parts"] == 1
+    assert r.dropped["too_many_parts"] == 1
+
+
+def test_ungrounded_selfloop_overlong_duplicate_and_empty_parts():
+    out = "\n".join(
+        [
+            "(Paris | is in | France)",  # the model's world knowledge, not in the passage
+            "(Juno Halleck | is | Juno Halleck)",
+            "(Juno Halleck | studied at | " + "Carrow College " * 10 + ")",
+            "(Juno Halleck | studied at | Carrow College)",
+            "(Juno Halleck | Studied At | carrow college)",  # same after normalization
+            "( | studied at | Carrow College)",
+            "(released in 1987 | studied at | Carrow College)",  # a lowercase fragment as subject
+        ]
+    )
+    r = parse_openie_output(out, PASSAGE)
+    assert r.triples == [("Juno Halleck", "studied at", "Carrow College")]
+    assert r.dropped["ungrounded"] == 1
+    assert r.dropped["empty_part"] == 1
+    assert r.dropped["overlong"] == 1
+    assert r.dropped["self_loop"] == 1
+    assert r.dropped["duplicate"] == 1
+    assert r.dropped["subject_not_entity"] == 1
+
+
+def test_empty_and_garbage_outputs_never_raise():
+    assert parse_openie_output("", PASSAGE).status == "empty_output"
+    assert parse_openie_output("   \n ", PASSAGE).status == "empty_output"
+    assert parse_openie_output("I cannot help with that.", PASSAGE).status == "unparseable"
+    assert parse_openie_output("((((|||))))", PASSAGE).status in {"no_triples", "unparseable"}
+    assert parse_openie_output("\x00\ufffd(a|b", PASSAGE).status in {"no_triples", "unparseable"}
+
+
+def test_json_output_from_chat_models_including_prose_around_it():
+    out = 'Sure! {"named_entities": ["Juno Halleck"], "triples": [["Juno Halleck", "studied at", "Carrow College"], ["x", "y"]]} Done.'
+    r = parse_openie_output(out, PASSAGE, "json")
+    assert r.triples == [("Juno Halleck", "studied at", "Carrow College")]
+    assert r.dropped["too_few_parts"] + r.dropped["two_parts"] == 1
+
+
+def test_broken_json_falls_back_to_line_format():
+    r = parse_openie_output(
+        '{"triples": [["Juno Halleck", ... \n(Juno Halleck | studied at | Carrow College)', PASSAGE, "json"
+    )
+    assert r.triples == [("Juno Halleck", "studied at", "Carrow College")]
+
+
+def test_entity_list_keeps_only_grounded_mentions():
+    q = "In which town was the husband of the author of The Salt Ledger born?"
+    mentions, dropped = parse_entity_list("Salt Lake City; The Salt Ledger; Paris", q)
+    assert mentions == ["The Salt Ledger"]
+    assert dropped["ungrounded"] == 2
+    mentions, _ = parse_entity_list('{"named_entities": ["The Salt Ledger", "Oslo"]}', q, "json")
+    assert mentions == ["The Salt Ledger"]
+    assert parse_entity_list("", q)[0] == []

@@ -1,0 +1,66 @@
+"""Normalization, document cleaning and the typed config loader."""
+
+from __future__ import annotations
+
+import pytest
+
+from hoprag.config import ConfigError, load_config, parse_override
+from hoprag.text import clean_document_text, content_hash, normalize_entity
+from indexing.config import IndexConfig
+
+
+def test_normalize_entity_follows_gfm_rag_and_keeps_unicode_letters():
+    assert normalize_entity("  The Salt-Ledger (1987) ") == "the salt ledger 1987"
+    assert normalize_entity("Cheri's Kingdom") == "cheri s kingdom"
+    assert normalize_entity("Zoë ÅBERG") == "zoë åberg"
+    assert normalize_entity("!!!") == ""
+
+
+def test_clean_document_text_replaces_bad_bytes_and_control_chars():
+    assert clean_document_text(b"Caf\xe9 \xff ok") == "Caf\ufffd \ufffd ok"
+    assert clean_document_text("a\x00b\x07c\nd") == "abc\nd"
+
+
+def test_content_hash_is_stable_and_separates_parts():
+    assert content_hash("a", "bc") != content_hash("ab", "c")
+    assert content_hash("x") == content_hash("x")
+
+
+def test_yaml_plus_overrides(tmp_path):
+    cfg_file = tmp_path / "index.yaml"
+    cfg_file.write_text("extraction:\n  batch_size: 4\nllm:\n  embedded:\n    dtype: float32\n")
+    cfg = load_config(IndexConfig, cfg_file, ["extraction.concurrency=2", "synonyms.threshold=0.9"])
+    assert cfg.extraction.batch_size == 4
+    assert cfg.extraction.concurrency == 2
+    assert cfg.synonyms.threshold == 0.9
+    assert cfg.llm.embedded.dtype == "float32"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        (["extraction.batch_size=0"], "extraction.batch_size"),
+        (["synonyms.threshold=1.5"], "synonyms.threshold"),
+        (["llm.backend=openai"], "openai"),
+        (["llm.backend=cohere"], "llm.backend"),
+        (["nonsense"], "key.sub=value"),
+    ],
+)
+def test_invalid_configs_name_the_problem(overrides, needle):
+    with pytest.raises(ConfigError, match=needle.replace(".", r"\.")):
+        load_config(IndexConfig, None, overrides)
+
+
+def test_bad_yaml_files(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(IndexConfig, tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- a list\n- not a mapping\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config(IndexConfig, bad)
+
+
+def test_override_values_are_yaml_typed():
+    assert parse_override("a.b=3") == ("a.b", 3)
+    assert parse_override("a=[1, 2]") == ("a", [1, 2])
+    assert parse_override("a=hello") == ("a", "hello")
