@@ -1,0 +1,1 @@
+"""evaluation stage (see ../shared/design/ARCHITECTURE.md); built by a later issue."""

@@ -1,0 +1,1 @@
+"""serving stage (see ../shared/design/ARCHITECTURE.md); built by a later issue."""

@@ -1,0 +1,95 @@
+"""The embedded Gemma 3 270M for real: generation, the converted-weights cache, HTTP, Ray Data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hoprag.demo import SAMPLE_CORPUS
+from hoprag.extraction.prompts import openie_prompt
+from hoprag.kg.index import KGIndex
+from hoprag.llm.base import GenerationParams
+from hoprag.llm.openai_compat import OpenAICompatibleConfig, OpenAICompatibleLLM
+from hoprag.llm.openai_server import OpenAIProtocolServer
+from hoprag.ray_runtime import RayConfig
+from indexing.config import ExtractionConfig, IndexConfig
+from indexing.corpus import read_corpus
+from indexing.pipeline import build_index
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    from hoprag.llm.embedded import EmbeddedLLM
+
+    return EmbeddedLLM()
+
+
+def test_batched_generation_with_stop_sequences(gemma):
+    spec = openie_prompt(
+        "Juno Halleck was born in Quifen. Juno Halleck studied at Carrow College.", "completion"
+    )
+    out = gemma.generate([spec.prompt, spec.prompt + "(Juno"], spec.params)
+    assert len(out) == 2 and all(c.ok for c in out)
+    assert all("\n\n" not in c.text and "Passage:" not in c.text for c in out)
+    assert "(" in out[0].text and out[0].prompt_tokens > 100 and out[0].completion_tokens > 0
+    short = gemma.generate(["Once upon a time"], GenerationParams(max_new_tokens=3))
+    assert short[0].completion_tokens <= 3
+    assert gemma.model_id == "embedded:gemma-3-270m-q4_k_m@bfloat16"
+
+
+def test_second_load_uses_the_converted_cache(gemma, monkeypatch):
+    import hoprag.llm.embedded as embedded
+
+    def _fail(*_args, **_kwargs):
+        raise AssertionError("the GGUF was converted again")
+
+    monkeypatch.setattr(embedded, "_convert_gguf", _fail)
+    again = embedded.EmbeddedLLM()
+    assert (embedded.converted_checkpoint_dir() / "model.safetensors").is_file()
+    assert again.load_seconds < 60  # seconds, not the ~45 s conversion (a sanity bound, not a benchmark)
+
+
+def test_embedded_model_behind_the_openai_protocol(gemma):
+    import openai
+
+    with OpenAIProtocolServer(gemma, model_name="gemma") as server:
+        client = OpenAICompatibleLLM(
+            OpenAICompatibleConfig(
+                base_url=server.base_url, model="gemma", prompt_style="completion", timeout_s=120
+            )
+        )
+        spec = openie_prompt("Oriel Fane directed The Salt Ledger.", "completion")
+        (completion,) = client.generate([spec.prompt], spec.params)
+        assert completion.ok and "(" in completion.text
+        official = openai.OpenAI(base_url=server.base_url, api_key="unused", timeout=120)
+        resp = official.completions.create(model="gemma", prompt="The capital of Quifen is", max_tokens=5)
+        assert resp.choices[0].text.strip()
+        chat = official.chat.completions.create(
+            model="gemma", messages=[{"role": "user", "content": "Say hello."}], max_tokens=5
+        )
+        assert isinstance(chat.choices[0].message.content, str)
+
+
+def test_ray_data_pipeline_with_the_embedded_model(tmp_path, ray_cluster):
+    sample = read_corpus(SAMPLE_CORPUS)
+    raw = tmp_path / "corpus" / "raw"
+    raw.mkdir(parents=True)
+    docs = sample.documents[:6]
+    (raw / "dataset_corpus.json").write_text(json.dumps({d.title: d.text for d in docs}))
+    titles = {d.title for d in docs}
+    questions = [q for q in sample.questions["train"] if set(q["supporting_facts"]) & titles][:3]
+    (raw / "test.json").write_text(json.dumps(questions))
+    cfg = IndexConfig(
+        extraction=ExtractionConfig(batch_size=3, num_cpus=1), ray=RayConfig(address=ray_cluster)
+    )
+    summary = build_index(tmp_path / "index", cfg, corpus=read_corpus(tmp_path / "corpus"))
+    assert summary.documents == 6 and summary.extracted_now == 6
+    assert set(summary.statuses) <= {"ok", "no_triples", "unparseable", "empty_output"}
+    assert summary.statuses["ok"] >= 3  # the 270M model extracts something from most documents
+    assert summary.questions == len(questions) == summary.questions_with_entities
+    ix = KGIndex(tmp_path / "index", verify=True)
+    assert ix.num_triples >= 3
+    assert ix.manifest["llm_model_id"] == "embedded:gemma-3-270m-q4_k_m@bfloat16"
