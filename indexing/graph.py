@@ -75,23 +75,39 @@ def synonym_pairs(
     return {(int(min(x, y)), int(max(x, y))) for x, y in zip(a.tolist(), b.tolist(), strict=True)}
 
 
-def build_tables(
-    documents: Sequence[Document],
+@dataclass
+class GraphStructure:
+    """The model-free part of a snapshot: ids, deduplicated triples, provenance, document links."""
+
+    entity_names: list[str]
+    entity_surface: list[str]
+    relation_names: list[str]
+    head: np.ndarray
+    relation: np.ndarray
+    tail: np.ndarray
+    triple_doc_ids: list[list[int]]
+    doc_entity_doc: np.ndarray
+    doc_entity_entity: np.ndarray
+    entity_num_docs: np.ndarray
+
+
+def build_graph_structure(
+    num_documents: int,
     doc_triples: Sequence[Sequence[tuple[str, str, str]]],
     doc_entities: Sequence[Sequence[str]],
-    embedder: Embedder,
-    synonyms: SynonymConfig,
-    previous: PreviousState | None = None,
-) -> KGTables:
-    """Assemble one snapshot. ``doc_triples[i]``/``doc_entities[i]`` belong to ``documents[i]`` (doc_id i)."""
-    previous = previous or PreviousState()
+    extra_relations: Sequence[str] = (),
+) -> GraphStructure:
+    """Normalize, assign ids, deduplicate triples with their provenance, link documents to entities."""
     # Flatten (document, subject, relation, object) once; everything after is array work.
     lengths = np.fromiter((len(ts) for ts in doc_triples), dtype=np.int64, count=len(doc_triples))
-    t_doc = np.repeat(np.arange(len(documents), dtype=np.int32), lengths)
+    t_doc = np.repeat(np.arange(num_documents, dtype=np.int32), lengths)
     flat = [t for ts in doc_triples for t in ts]
-    heads_raw = [normalize_entity(t[0]) for t in flat]
-    tails_raw = [normalize_entity(t[2]) for t in flat]
-    rels_raw = [normalize_relation(t[1]) for t in flat]
+    # Names repeat a lot across triples: normalize each distinct spelling once.
+    ent_norm = {raw: normalize_entity(raw) for raw in dict.fromkeys(x for t in flat for x in (t[0], t[2]))}
+    rel_norm = {raw: normalize_relation(raw) for raw in dict.fromkeys(t[1] for t in flat)}
+    heads_raw = [ent_norm[t[0]] for t in flat]
+    tails_raw = [ent_norm[t[2]] for t in flat]
+    rels_raw = [rel_norm[t[1]] for t in flat]
     surface: dict[str, str] = {}
     for t, h, o in zip(flat, heads_raw, tails_raw, strict=True):
         surface.setdefault(h, t[0].strip())
@@ -105,7 +121,7 @@ def build_tables(
                 ent_doc_pairs.append((d, n))
     entity_names = sorted(surface)
     entity_index = {n: i for i, n in enumerate(entity_names)}
-    relation_names = sorted(set(rels_raw) | ({EQUIVALENT} if synonyms.enabled else set()))
+    relation_names = sorted(set(rels_raw) | set(extra_relations))
     relation_index = {r: i for i, r in enumerate(relation_names)}
 
     head = np.fromiter((entity_index[h] for h in heads_raw), dtype=np.int64, count=len(flat))
@@ -114,17 +130,15 @@ def build_tables(
     n_e, n_r = max(1, len(entity_names)), max(1, len(relation_names))
     key = (head * n_r + rel) * n_e + tail
     uniq, inverse = np.unique(key, return_inverse=True)
-    u_head = (uniq // (n_r * n_e)).astype(np.int32)
-    u_rel = ((uniq // n_e) % n_r).astype(np.int32)
-    u_tail = (uniq % n_e).astype(np.int32)
     # Provenance: the sorted, unique documents stating each unique triple.
     order = np.lexsort((t_doc, inverse))
     inv_sorted, doc_sorted = inverse[order], t_doc[order]
     first = np.ones(len(order), bool)
     first[1:] = (inv_sorted[1:] != inv_sorted[:-1]) | (doc_sorted[1:] != doc_sorted[:-1])
     inv_sorted, doc_sorted = inv_sorted[first], doc_sorted[first]
-    bounds = np.searchsorted(inv_sorted, np.arange(len(uniq) + 1))
-    triple_docs = [doc_sorted[bounds[i] : bounds[i + 1]].tolist() for i in range(len(uniq))]
+    bounds = np.searchsorted(inv_sorted, np.arange(len(uniq) + 1)).tolist()
+    docs_list = doc_sorted.tolist()
+    triple_docs = [docs_list[bounds[i] : bounds[i + 1]] for i in range(len(uniq))]
 
     # Document ↔ entity links: arguments of the document's triples plus its extra (NER) entities.
     link_doc = np.concatenate([t_doc, t_doc, np.array([d for d, _ in ent_doc_pairs], dtype=np.int32)])
@@ -132,28 +146,52 @@ def build_tables(
         [head, tail, np.array([entity_index[n] for _, n in ent_doc_pairs], dtype=np.int64)]
     ).astype(np.int64)
     link_key = np.unique(link_doc.astype(np.int64) * n_e + link_ent)
-    de_doc = (link_key // n_e).astype(np.int32)
     de_ent = (link_key % n_e).astype(np.int32)
-    num_docs_per_entity = np.bincount(de_ent, minlength=len(entity_names)).astype(np.int32)
+    return GraphStructure(
+        entity_names=entity_names,
+        entity_surface=[surface[n] for n in entity_names],
+        relation_names=relation_names,
+        head=(uniq // (n_r * n_e)).astype(np.int32),
+        relation=((uniq // n_e) % n_r).astype(np.int32),
+        tail=(uniq % n_e).astype(np.int32),
+        triple_doc_ids=triple_docs,
+        doc_entity_doc=(link_key // n_e).astype(np.int32),
+        doc_entity_entity=de_ent,
+        entity_num_docs=np.bincount(de_ent, minlength=len(entity_names)).astype(np.int32),
+    )
 
-    entity_vectors, new_entities = _embed_with_reuse(entity_names, previous.entity_vectors, embedder)
-    relation_vectors, _ = _embed_with_reuse(relation_names, previous.relation_vectors, embedder)
+
+def build_tables(
+    documents: Sequence[Document],
+    doc_triples: Sequence[Sequence[tuple[str, str, str]]],
+    doc_entities: Sequence[Sequence[str]],
+    embedder: Embedder,
+    synonyms: SynonymConfig,
+    previous: PreviousState | None = None,
+) -> KGTables:
+    """Assemble one snapshot. ``doc_triples[i]``/``doc_entities[i]`` belong to ``documents[i]`` (doc_id i)."""
+    previous = previous or PreviousState()
+    g = build_graph_structure(
+        len(documents), doc_triples, doc_entities, [EQUIVALENT] if synonyms.enabled else []
+    )
+    entity_index = {n: i for i, n in enumerate(g.entity_names)}
+    entity_vectors, new_entities = _embed_with_reuse(g.entity_names, previous.entity_vectors, embedder)
+    relation_vectors, _ = _embed_with_reuse(g.relation_names, previous.relation_vectors, embedder)
 
     pairs = synonym_pairs(entity_vectors, new_entities, synonyms)
     for a, b in previous.equivalent_pairs:  # carried over: both ends still exist
         if a in entity_index and b in entity_index:
             pairs.add((min(entity_index[a], entity_index[b]), max(entity_index[a], entity_index[b])))
-    # An equivalent edge between entities already linked by an extracted triple still helps
-    # (it names the relation), so no filtering beyond self-pairs.
     eq = np.array(sorted(pairs), dtype=np.int32).reshape(-1, 2)
+    n_extracted = len(g.head)
     kind = np.concatenate(
-        [np.full(len(uniq), KIND_EXTRACTED, np.int8), np.full(len(eq), KIND_EQUIVALENT, np.int8)]
+        [np.full(n_extracted, KIND_EXTRACTED, np.int8), np.full(len(eq), KIND_EQUIVALENT, np.int8)]
     )
-    all_head = np.concatenate([u_head, eq[:, 0]])
-    all_tail = np.concatenate([u_tail, eq[:, 1]])
-    eq_rel = relation_index.get(EQUIVALENT, 0)
-    all_rel = np.concatenate([u_rel, np.full(len(eq), eq_rel, np.int32)])
-    triple_docs.extend([] for _ in range(len(eq)))
+    all_head = np.concatenate([g.head, eq[:, 0]])
+    all_tail = np.concatenate([g.tail, eq[:, 1]])
+    eq_rel = g.relation_names.index(EQUIVALENT) if synonyms.enabled else 0
+    all_rel = np.concatenate([g.relation, np.full(len(eq), eq_rel, np.int32)])
+    triple_docs = g.triple_doc_ids + [[] for _ in range(len(eq))]
 
     doc_table = pa.table(
         {
@@ -165,19 +203,19 @@ def build_tables(
     )
     return KGTables(
         documents=doc_table,
-        entity_names=entity_names,
-        entity_surface=[surface[n] for n in entity_names],
-        entity_num_docs=num_docs_per_entity,
-        relation_names=relation_names,
+        entity_names=g.entity_names,
+        entity_surface=g.entity_surface,
+        entity_num_docs=g.entity_num_docs,
+        relation_names=g.relation_names,
         head=all_head,
         relation=all_rel,
         tail=all_tail,
         kind=kind,
         triple_doc_ids=triple_docs,
-        doc_entity_doc=de_doc,
-        doc_entity_entity=de_ent,
+        doc_entity_doc=g.doc_entity_doc,
+        doc_entity_entity=g.doc_entity_entity,
         entity_embeddings=entity_vectors,
         relation_embeddings=relation_vectors,
-        adjacency=Adjacency.build(len(entity_names), all_head, all_tail),
+        adjacency=Adjacency.build(len(g.entity_names), all_head, all_tail),
         extra={"new_entities": len(new_entities), "equivalent_edges": len(eq)},
     )

@@ -130,6 +130,9 @@ def run_extraction(
         return []
     init_ray(config.ray)
     ex = config.extraction
+    # Output length follows input length; batching similar lengths keeps a batch from waiting on
+    # one long generation while its other rows are done.
+    pending = sorted(pending, key=lambda row: (row[0], len(row[2])))
     ds = ray.data.from_items(
         [{"task": task, "doc_key": k, "text": t} for task, k, t in pending],
         override_num_blocks=max(1, math.ceil(len(pending) / ex.batch_size)),

@@ -67,7 +67,8 @@ def openie_prompt(passage: str, style: PromptStyle, max_new_tokens: int = 192) -
             shots.append(f"Passage: {text}\nTriples:\n{lines}")
         head = "Extract the facts of each passage as (subject | relation | object) triples, one per line.\n\n"
         prompt = head + "\n\n".join(shots) + f"\n\nPassage: {passage}\nTriples:\n"
-        return PromptSpec(prompt, GenerationParams(max_new_tokens, 0.0, ("\n\n", "Passage:")), "lines")
+        params = GenerationParams(max_new_tokens, 0.0, ("\n\n", "Passage:"), stop_on_repeated_line=True)
+        return PromptSpec(prompt, params, "lines")
     example_text, example_triples = _FEW_SHOT[0]
     messages: list[ChatMessage] = [
         {

@@ -34,6 +34,27 @@ class GenerationParams:
     max_new_tokens: int = 256
     temperature: float = 0.0
     stop: tuple[str, ...] = ()
+    stop_on_repeated_line: bool = False
+    """End a prompt's generation once it degenerates: a complete line repeated, or a line running
+    past :data:`MAX_LINE_CHARS` or :data:`MAX_LINE_SEPARATORS` (small models loop on list outputs, e.g. ``(X | in 1922 | in 1922 | ...``;
+    in a batch one looping row would otherwise hold every row until ``max_new_tokens``).
+    Backends without such control may ignore it; list parsers drop or de-duplicate such lines."""
+
+
+MAX_LINE_CHARS = 200
+MAX_LINE_SEPARATORS = 6  # a triple line has 2 "|"; split relations add a few; loops add many
+
+
+def is_degenerate_list_output(text: str) -> bool:
+    """Whether a line-per-item output has started looping (see ``stop_on_repeated_line``)."""
+    lines = text.split("\n")
+    complete = [line.strip() for line in lines[:-1] if line.strip()]
+    last = lines[-1]
+    return (
+        len(complete) != len(set(complete))
+        or len(last) > MAX_LINE_CHARS
+        or last.count("|") > MAX_LINE_SEPARATORS
+    )
 
 
 @dataclass(frozen=True)

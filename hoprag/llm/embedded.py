@@ -28,6 +28,7 @@ from hoprag.llm.base import (
     GenerationParams,
     Prompt,
     PromptStyle,
+    is_degenerate_list_output,
     render_chat_as_completion,
     truncate_at_stop,
 )
@@ -212,6 +213,8 @@ class EmbeddedLLM:
             kwargs.update(do_sample=False, top_p=None, top_k=None)
         if params.stop:
             kwargs.update(stop_strings=list(params.stop), tokenizer=self._tokenizer)
+        if params.stop_on_repeated_line:
+            kwargs["stopping_criteria"] = _repeated_line_criteria(self._tokenizer, enc["input_ids"].shape[1])
         with torch.inference_mode():
             out = self._model.generate(**enc, **kwargs)
         prompt_len = enc["input_ids"].shape[1]
@@ -237,6 +240,22 @@ class EmbeddedLLM:
                 )
             )
         return completions
+
+
+def _repeated_line_criteria(tokenizer: object, prompt_len: int) -> object:
+    """A per-row stopping criterion: done once the generated list output degenerates."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class RepeatedLine(StoppingCriteria):
+        def __call__(
+            self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: object
+        ) -> torch.BoolTensor:
+            texts = tokenizer.batch_decode(input_ids[:, prompt_len:], skip_special_tokens=True)  # type: ignore[attr-defined]
+            done = [is_degenerate_list_output(text) for text in texts]
+            return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([RepeatedLine()])
 
 
 def _eos_ids(model: object, tokenizer: object) -> set[int]:
