@@ -164,47 +164,96 @@ def _final_status(record: ExtractionRecord, raw_statuses: list[str]) -> Document
     return "no_triples"
 
 
+@dataclass
+class PassageJob:
+    """One prompt's worth of a document."""
+
+    doc_key: str
+    passage: str
+
+
+def plan_passages(
+    doc_keys: Sequence[str], texts: Sequence[str], config: ExtractionConfig, model_id: str
+) -> tuple[list[ExtractionRecord], list[PassageJob]]:
+    """Split documents into passages; empty documents are finished records right away."""
+    records, jobs = [], []
+    for key, text in zip(doc_keys, texts, strict=True):
+        record = ExtractionRecord(doc_key=key, status="ok", model_id=model_id)
+        passages = split_passages(text, config.max_chunk_chars)
+        if not passages:
+            record.status = "empty_document"
+        record.truncated_passages = max(0, len(passages) - config.max_chunks_per_document)
+        records.append(record)
+        jobs.extend(PassageJob(key, p) for p in passages[: config.max_chunks_per_document])
+    return records, jobs
+
+
+class DocumentAssembler:
+    """Folds passage completions, arriving in any order, into per-document records.
+
+    Used by the in-actor path (:func:`extract_documents`) and by the ``ray.data.llm`` processor
+    path, where passages of one document may come back in different batches.
+    """
+
+    def __init__(self, records: Sequence[ExtractionRecord], jobs: Sequence[PassageJob]) -> None:
+        self._records = {r.doc_key: r for r in records}
+        self._remaining: dict[str, int] = {}
+        for job in jobs:
+            self._remaining[job.doc_key] = self._remaining.get(job.doc_key, 0) + 1
+        self._statuses: dict[str, list[str]] = {}
+        self._extra_entities: dict[str, list[str]] = {}
+
+    def ready(self) -> list[ExtractionRecord]:
+        """Records with nothing to wait for (empty documents)."""
+        return [r for k, r in self._records.items() if k not in self._remaining]
+
+    def add_entities(self, doc_key: str, entities: Sequence[str]) -> None:
+        """NER mentions (two-step mode) to merge into the document's entities when it finishes."""
+        extra = self._extra_entities.setdefault(doc_key, [])
+        extra.extend(e for e in entities if e not in extra)
+
+    def add(self, job: PassageJob, completion: Completion, output_format: str) -> ExtractionRecord | None:
+        """Fold one passage's completion in; return the document's record once all its passages are in."""
+        record = self._records[job.doc_key]
+        status = _merge_passage(record, job.passage, completion, output_format)
+        if status is not None:
+            self._statuses.setdefault(job.doc_key, []).append(status)
+        self._remaining[job.doc_key] -= 1
+        if self._remaining[job.doc_key] > 0:
+            return None
+        for e in self._extra_entities.get(job.doc_key, []):
+            if e not in record.entities:
+                record.entities.append(e)
+        record.status = _final_status(record, self._statuses.get(job.doc_key, []))
+        return record
+
+
 def extract_documents(
     llm: LLM, doc_keys: Sequence[str], texts: Sequence[str], config: ExtractionConfig
 ) -> list[ExtractionRecord]:
     """Run OpenIE over documents with one batched LLM call per step; never raises for bad outputs."""
     started = time.perf_counter()
     style = llm.prompt_style
-    records = [ExtractionRecord(doc_key=k, status="ok", model_id=llm.model_id) for k in doc_keys]
-    jobs: list[tuple[int, str]] = []  # (document index, passage)
-    for i, text in enumerate(texts):
-        passages = split_passages(text, config.max_chunk_chars)
-        if not passages:
-            records[i].status = "empty_document"
-            continue
-        records[i].truncated_passages = max(0, len(passages) - config.max_chunks_per_document)
-        jobs.extend((i, p) for p in passages[: config.max_chunks_per_document])
-    ner_entities: dict[int, list[str]] = {}
+    records, jobs = plan_passages(doc_keys, texts, config, llm.model_id)
+    assembler = DocumentAssembler(records, jobs)
+    by_key = {r.doc_key: r for r in records}
     if config.mode == "two_step" and jobs:
-        ner_specs = [ner_prompt(p, style) for _, p in jobs]
+        ner_specs = [ner_prompt(job.passage, style) for job in jobs]
         ner_out = llm.generate([s.prompt for s in ner_specs], ner_specs[0].params)
-        for (i, passage), spec, comp in zip(jobs, ner_specs, ner_out, strict=True):
-            records[i].llm_calls += 1
-            records[i].prompt_tokens += comp.prompt_tokens
-            records[i].completion_tokens += comp.completion_tokens
+        for job, spec, comp in zip(jobs, ner_specs, ner_out, strict=True):
+            record = by_key[job.doc_key]
+            record.llm_calls += 1
+            record.prompt_tokens += comp.prompt_tokens
+            record.completion_tokens += comp.completion_tokens
             if comp.ok:
-                mentions, _ = parse_entity_list(comp.text, passage, spec.output_format)
-                ner_entities.setdefault(i, []).extend(m for m in mentions if m not in ner_entities.get(i, []))
+                assembler.add_entities(
+                    job.doc_key, parse_entity_list(comp.text, job.passage, spec.output_format)[0]
+                )
     if jobs:
-        specs = [openie_prompt(p, style, config.max_new_tokens) for _, p in jobs]
+        specs = [openie_prompt(job.passage, style, config.max_new_tokens) for job in jobs]
         outputs = llm.generate([s.prompt for s in specs], specs[0].params)
-        raw_statuses: dict[int, list[str]] = {}
-        for (i, passage), spec, comp in zip(jobs, specs, outputs, strict=True):
-            status = _merge_passage(records[i], passage, comp, spec.output_format)
-            if status is not None:
-                raw_statuses.setdefault(i, []).append(status)
-        for i, record in enumerate(records):
-            if record.status == "empty_document":
-                continue
-            for e in ner_entities.get(i, []):
-                if e not in record.entities:
-                    record.entities.append(e)
-            record.status = _final_status(record, raw_statuses.get(i, []))
+        for job, spec, comp in zip(jobs, specs, outputs, strict=True):
+            assembler.add(job, comp, spec.output_format)
     elapsed = time.perf_counter() - started
     for record in records:
         record.seconds = elapsed / max(1, len(records))

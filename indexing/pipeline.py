@@ -133,6 +133,8 @@ def run_extraction(
     # Output length follows input length; batching similar lengths keeps a batch from waiting on
     # one long generation while its other rows are done.
     pending = sorted(pending, key=lambda row: (row[0], len(row[2])))
+    if config.llm.backend == "vllm" and ex.mode == "one_step":
+        return _run_vllm_processor(pending, config, cache, on_batch)
     ds = ray.data.from_items(
         [{"task": task, "doc_key": k, "text": t} for task, k, t in pending],
         override_num_blocks=max(1, math.ceil(len(pending) / ex.batch_size)),
@@ -155,6 +157,43 @@ def run_extraction(
             if on_batch is not None:
                 on_batch(new)
             bar.update(len(rows))
+    return records
+
+
+def _run_vllm_processor(
+    pending: Sequence[tuple[str, str, str]],
+    config: IndexConfig,
+    cache: ExtractionCache,
+    on_batch: Callable[[list[ExtractionRecord]], None] | None,
+) -> list[ExtractionRecord]:
+    """The GPU path: a ``ray.data.llm`` vLLM processor; finished documents are cached per batch."""
+    import ray
+    from tqdm import tqdm
+
+    from indexing.vllm_stage import build_vllm_stage, fold_result, passage_rows
+
+    vllm = config.llm.vllm
+    assert vllm is not None
+    model_id = expected_model_id(config.llm)
+    rows, assembler = passage_rows(pending, config.extraction, model_id)
+    records = assembler.ready()
+    cache.append_rows([r.to_row() for r in records])
+    stage = build_vllm_stage(vllm, config.extraction)
+    ds = stage(ray.data.from_items(rows, override_num_blocks=max(1, math.ceil(len(rows) / vllm.batch_size))))
+    with tqdm(total=len(rows), desc="vLLM extraction (passages + questions)", unit="row") as bar:
+        for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+            done = [
+                r
+                for r in (
+                    fold_result(row, assembler, vllm.prompt_style, model_id) for row in batch.to_pylist()
+                )
+                if r
+            ]
+            cache.append_rows([r.to_row() for r in done])
+            records.extend(done)
+            if on_batch is not None and done:
+                on_batch(done)
+            bar.update(batch.num_rows)
     return records
 
 

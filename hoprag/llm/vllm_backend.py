@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hoprag.deps import VLLM_EXTRA_HINT, MissingExtraError, require_vllm
-from hoprag.extraction.prompts import openie_prompt
+from hoprag.extraction.prompts import PromptSpec, openie_prompt
 from hoprag.llm.base import (
     ChatMessage,
     Completion,
@@ -457,17 +457,13 @@ def build_ray_data_processor(
     return build_processor(processor_config, preprocess=preprocess, postprocess=postprocess)
 
 
-def openie_preprocess_row(
-    row: Mapping[str, Any], style: PromptStyle, max_new_tokens: int = 192
-) -> dict[str, Any]:
-    """The processor input columns for one ``{doc_id, title, text}`` row.
+def processor_input_columns(spec: PromptSpec) -> dict[str, Any]:
+    """The ``ray.data.llm`` processor input columns for one prompt.
 
-    The passage is ``row["text"]`` (the same string the caller later hands to the parser, which
-    grounds triples in it). Returns ``messages`` (chat) or ``prompt`` (completion), the
-    ``sampling_params`` dict, and the stop sequences / token budget for
-    :func:`openie_postprocess_row`. Ray Data keeps the input columns, so they are not repeated.
+    Returns ``messages`` (chat) or ``prompt`` (completion), the ``sampling_params`` dict, and the
+    stop sequences / token budget for :func:`openie_postprocess_row` (the engine stage drops
+    ``sampling_params``). Ray Data keeps the row's other columns, so they are not repeated.
     """
-    spec = openie_prompt(str(row["text"]), style, max_new_tokens=max_new_tokens)
     sampling = to_sampling_params(spec.params)
     if not sampling["stop"]:
         # An always-empty list has no Arrow value type; leave the key out rather than ship list<null>.
@@ -483,6 +479,14 @@ def openie_preprocess_row(
     else:
         out["messages"] = [{"role": m["role"], "content": m["content"]} for m in spec.prompt]
     return out
+
+
+def openie_preprocess_row(
+    row: Mapping[str, Any], style: PromptStyle, max_new_tokens: int = 192
+) -> dict[str, Any]:
+    """The processor input columns for one ``{doc_id, title, text}`` row (the passage is ``text``,
+    the same string the caller later hands to the parser, which grounds triples in it)."""
+    return processor_input_columns(openie_prompt(str(row["text"]), style, max_new_tokens=max_new_tokens))
 
 
 def _stop_sequences(row: Mapping[str, Any]) -> list[str]:

@@ -64,3 +64,24 @@ def test_override_values_are_yaml_typed():
     assert parse_override("a.b=3") == ("a.b", 3)
     assert parse_override("a=[1, 2]") == ("a", [1, 2])
     assert parse_override("a=hello") == ("a", "hello")
+
+
+def test_shipped_indexing_configs_validate_and_show_their_command():
+    from pathlib import Path
+
+    configs = sorted(Path("indexing/configs").glob("*.yaml"))
+    assert configs
+    for path in configs:
+        assert path.read_text().startswith("# ") and "hoprag index" in path.read_text().splitlines()[0]
+        load_config(IndexConfig, path)
+
+
+def test_degenerate_list_outputs_are_detected():
+    from hoprag.llm.base import is_degenerate_list_output
+
+    assert not is_degenerate_list_output("(a | b | c)\n(d | e | f)\n(g | h")
+    assert is_degenerate_list_output("(a | b | c)\n(a | b | c)\n")
+    assert is_degenerate_list_output(
+        "(Born in 1922 | in 1922 | in 1922 | in 1922 | in 1922 | in 1922 | in 1922 |"
+    )
+    assert is_degenerate_list_output("(" + "x" * 300)
