@@ -69,7 +69,7 @@ def test_override_values_are_yaml_typed():
 def test_shipped_indexing_configs_validate_and_show_their_command():
     from pathlib import Path
 
-    configs = sorted(Path("indexing/configs").glob("*.yaml"))
+    configs = sorted((Path(__file__).parents[2] / "indexing" / "configs").glob("*.yaml"))
     assert configs
     for path in configs:
         assert path.read_text().startswith("# ") and "hoprag index" in path.read_text().splitlines()[0]
