@@ -269,6 +269,25 @@ def ner_key(question: str, model_id: str) -> str:
     return content_hash(TASK_NER, question, model_id, PROMPT_VERSION)
 
 
+def ner_record(
+    key: str, question: str, completion: Completion, model_id: str, output_format: str
+) -> ExtractionRecord:
+    """The cached record of one question's NER answer (mentions grounded in the question)."""
+    record = ExtractionRecord(
+        doc_key=key,
+        status="ok" if completion.ok else "llm_error",
+        model_id=model_id,
+        raw_output=completion.text,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        llm_calls=1,
+        error=completion.error,
+    )
+    if completion.ok:
+        record.entities, record.dropped = parse_entity_list(completion.text, question, output_format)
+    return record
+
+
 def extract_question_mentions(
     llm: LLM, keys: Sequence[str], questions: Sequence[str]
 ) -> list[ExtractionRecord]:
@@ -276,21 +295,10 @@ def extract_question_mentions(
     started = time.perf_counter()
     specs = [ner_prompt(q, llm.prompt_style) for q in questions]
     outputs = llm.generate([s.prompt for s in specs], specs[0].params) if specs else []
-    records = []
-    for key, q, spec, comp in zip(keys, questions, specs, outputs, strict=True):
-        rec = ExtractionRecord(
-            doc_key=key,
-            status="ok" if comp.ok else "llm_error",
-            model_id=llm.model_id,
-            raw_output=comp.text,
-            prompt_tokens=comp.prompt_tokens,
-            completion_tokens=comp.completion_tokens,
-            llm_calls=1,
-            error=comp.error,
-        )
-        if comp.ok:
-            rec.entities, rec.dropped = parse_entity_list(comp.text, q, spec.output_format)
-        records.append(rec)
+    records = [
+        ner_record(key, q, comp, llm.model_id, spec.output_format)
+        for key, q, spec, comp in zip(keys, questions, specs, outputs, strict=True)
+    ]
     for rec in records:
         rec.seconds = (time.perf_counter() - started) / max(1, len(records))
     return records

@@ -11,12 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hoprag.extraction.parsing import parse_entity_list
 from hoprag.extraction.prompts import ner_prompt, openie_prompt
 from hoprag.llm.base import Completion
 from hoprag.llm.vllm_backend import ERROR_COLUMN, VLLMConfig, openie_postprocess_row, processor_input_columns
 from indexing.config import ExtractionConfig
-from indexing.extract import TASK_NER, DocumentAssembler, ExtractionRecord, PassageJob, plan_passages
+from indexing.extract import (
+    TASK_NER,
+    DocumentAssembler,
+    ExtractionRecord,
+    PassageJob,
+    ner_record,
+    plan_passages,
+)
 
 ROW_COLUMNS = ("task", "doc_key", "text")
 
@@ -74,21 +80,8 @@ def fold_result(
     )
     text = str(row["text"])
     if row["task"] == TASK_NER:
-        record = ExtractionRecord(
-            doc_key=str(row["doc_key"]),
-            status="ok" if completion.ok else "llm_error",
-            model_id=model_id,
-            raw_output=completion.text,
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
-            llm_calls=1,
-            error=completion.error,
-        )
-        if completion.ok:
-            record.entities, record.dropped = parse_entity_list(
-                completion.text, text, ner_prompt(text, style).output_format
-            )  # type: ignore[arg-type]
-        return record
+        fmt = ner_prompt(text, style).output_format  # type: ignore[arg-type]
+        return ner_record(str(row["doc_key"]), text, completion, model_id, fmt)
     fmt = openie_prompt(text, style).output_format  # type: ignore[arg-type]
     return assembler.add(PassageJob(str(row["doc_key"]), text), completion, fmt)
 
