@@ -43,18 +43,18 @@ def run_demo(
     index = KGIndex(index_dir)
     print("\n== KG statistics ==")
     print(render_stats(index_stats(index)))
-    print("\n== a few extracted triples ==")
-    shown = 0
-    for tid in range(index.num_triples):
-        if index.kind[tid] != 0:
-            continue
-        h, r, t = index.triple(tid)
-        docs = index.triple_doc_ids[tid]
-        title = index.documents.column("title")[docs[0]].as_py() if docs else "?"
-        print(f"  ({h} | {r} | {t})   ← {title}")
-        shown += 1
-        if shown == 8:
-            break
+    print("\n== what the LLM extracted from three documents ==")
+    titles = index.documents.column("title").to_pylist()
+    texts = index.documents.column("text").to_pylist()
+    by_doc: dict[int, list[int]] = {}
+    for tid, docs in enumerate(index.triple_doc_ids):
+        for d in docs:
+            by_doc.setdefault(d, []).append(tid)
+    for d in sorted(by_doc)[:3]:
+        print(f"  {titles[d]}: {texts[d]}")
+        for tid in by_doc[d]:
+            h, r, t = index.triple(tid)
+            print(f"      ({h} | {r} | {t})")
     if index.questions is not None and index.questions.num_rows:
         print("\n== a few linked questions ==")
         for row in index.questions.slice(0, 3).to_pylist():

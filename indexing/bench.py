@@ -19,6 +19,7 @@ import os
 import platform
 import random
 import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -140,6 +141,7 @@ def _count(items: Any) -> dict[str, int]:
 def measure_graph_build(num_triples: int, config: Any) -> dict[str, Any]:
     """Model-free graph construction for ``num_triples`` synthetic triples (10 per document)."""
     from hoprag.embedding import SentenceTransformerEmbedder
+    from hoprag.kg.store import write_snapshot
     from hoprag.kg.tables import Adjacency
     from indexing.graph import build_graph_structure
 
@@ -166,6 +168,12 @@ def measure_graph_build(num_triples: int, config: Any) -> dict[str, Any]:
         g = build_graph_structure(len(doc_triples), doc_triples, [[] for _ in doc_triples])
         Adjacency.build(len(g.entity_names), g.head, g.tail)
         graph_s = time.perf_counter() - started
+    # On-disk size at this scale: the embeddings are written at their real shape (their values do
+    # not change the size of .npy files), so the size is exact without hours of embedding.
+    tables = _tables_for_size(g, dim=384)
+    with tempfile.TemporaryDirectory() as tmp:
+        write_snapshot(Path(tmp), tables, {"counts": {}})
+        index_bytes = sum(p.stat().st_size for p in Path(tmp).rglob("*") if p.is_file())
     embedder = SentenceTransformerEmbedder(config.embedder)
     sample = g.entity_names[:2000]
     embedder.encode(sample[:64])  # warm-up
@@ -178,9 +186,37 @@ def measure_graph_build(num_triples: int, config: Any) -> dict[str, Any]:
         "entities": len(g.entity_names),
         "graph_build_seconds": round(graph_s, 1),
         "graph_peak_rss_mb": round(rss.peak_mb),
+        "index_mb": round(index_bytes / 2**20, 1),
+        "index_kb_per_1k_triples": round(index_bytes / 1024 / len(g.head) * 1000, 1),
         "embedder_entities_per_second": round(per_s),
         "embedding_seconds_extrapolated": round(len(g.entity_names) / per_s, 1),
     }
+
+
+def _tables_for_size(g: Any, dim: int) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    from hoprag.kg.tables import Adjacency, KGTables
+
+    n_docs = int(g.doc_entity_doc.max()) + 1 if len(g.doc_entity_doc) else 0
+    return KGTables(
+        documents=pa.table({"doc_id": pa.array(np.arange(n_docs, dtype=np.int32))}),
+        entity_names=g.entity_names,
+        entity_surface=g.entity_surface,
+        entity_num_docs=g.entity_num_docs,
+        relation_names=g.relation_names,
+        head=g.head,
+        relation=g.relation,
+        tail=g.tail,
+        kind=np.zeros(len(g.head), np.int8),
+        triple_doc_ids=g.triple_doc_ids,
+        doc_entity_doc=g.doc_entity_doc,
+        doc_entity_entity=g.doc_entity_entity,
+        entity_embeddings=np.zeros((len(g.entity_names), dim), np.float32),
+        relation_embeddings=np.zeros((len(g.relation_names), dim), np.float32),
+        adjacency=Adjacency.build(len(g.entity_names), g.head, g.tail),
+    )
 
 
 def run_index_benchmark(args: argparse.Namespace) -> int:
@@ -218,6 +254,10 @@ def run_index_benchmark(args: argparse.Namespace) -> int:
             print(
                 f"graph build         {g['graph_build_seconds']:>7} s for {g['input_triples']} triples "
                 f"({g['unique_triples']} unique, {g['entities']} entities, peak {g['graph_peak_rss_mb']} MB)"
+            )
+            print(
+                f"index size at scale {g['index_kb_per_1k_triples']:>7} KB per 1k triples ({g['index_mb']} MB, "
+                "embeddings at 384-d)"
             )
             print(
                 f"entity embedding    {g['embedder_entities_per_second']:>7} entities/s "
