@@ -8,6 +8,7 @@ import numpy as np
 
 from hoprag.kg.index import KGIndex
 from hoprag.kg.tables import KIND_EXTRACTED
+from hoprag.text import normalize_entity
 
 
 def index_stats(index: KGIndex) -> dict[str, Any]:
@@ -46,15 +47,23 @@ def index_stats(index: KGIndex) -> dict[str, Any]:
         "density": round(nx.density(g), 6) if n > 1 else 0.0,
         "components": len(components),
         "largest_component_pct": round(100.0 * largest / n, 2) if n else 0.0,
-        "answer_in_supporting_entities_pct": round(
-            100.0 * sum(1 for q in q_rows if q["answer_in_supporting_entities"]) / len(q_rows), 2
-        )
-        if q_rows
-        else 0.0,
+        "answer_in_supporting_entities_pct": _pct(q_rows),
+        # yes/no answers (comparison questions) are never entities; this is the extraction recall
+        "answer_in_supporting_entities_pct_entity_answers": _pct(
+            [q for q in q_rows if normalize_entity(q["answer"]) not in ("yes", "no")]
+        ),
         "llm_model_id": index.manifest.get("llm_model_id"),
         "embedder": index.manifest.get("embedder"),
     }
     return stats
+
+
+def _pct(rows: list[dict[str, Any]]) -> float:
+    return (
+        round(100.0 * sum(1 for q in rows if q["answer_in_supporting_entities"]) / len(rows), 2)
+        if rows
+        else 0.0
+    )
 
 
 def render_stats(stats: dict[str, Any]) -> str:
