@@ -238,6 +238,47 @@ def _previous_questions(previous: KGIndex) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def _select_documents(
+    previous: KGIndex | None,
+    corpus: Corpus | None,
+    add: bool,
+    delete_titles: Sequence[str],
+    summary: IndexSummary,
+) -> tuple[list[Document], dict[str, list[dict[str, Any]]]]:
+    """The document set and questions of this build: previous ones (when modifying), the corpus's, minus deletions."""
+    docs: dict[str, Document] = {}
+    questions: dict[str, list[dict[str, Any]]] = {}
+    if previous is not None and (add or (delete_titles and corpus is None)):
+        table = previous.documents
+        for title, text in zip(
+            table.column("title").to_pylist(), table.column("text").to_pylist(), strict=True
+        ):
+            docs[title] = Document(title, text)
+        questions = _previous_questions(previous)
+    if corpus is not None:
+        summary.input_problems.update(corpus.problems)
+        for d in corpus.documents:
+            docs[d.title] = d  # with --add, a known title with new text replaces the old document
+        questions.update(corpus.questions)
+    for title in delete_titles:
+        if docs.pop(title, None) is None:
+            summary.unknown_deletions.append(title)
+    return list(docs.values()), questions
+
+
+def _uncached(
+    task: str, keys: Sequence[str], texts: Sequence[str], cached: dict[str, ExtractionRecord]
+) -> list[tuple[str, str, str]]:
+    """``(task, key, text)`` rows still to run: not cached, or cached as a transient LLM failure."""
+    rows, seen = [], set()
+    for key, text in zip(keys, texts, strict=True):
+        rec = cached.get(key)
+        if (rec is None or rec.status in RETRY_STATUSES) and key not in seen:
+            rows.append((task, key, text))
+            seen.add(key)
+    return rows
+
+
 def build_index(
     out: str | Path,
     config: IndexConfig,
@@ -260,25 +301,7 @@ def build_index(
     if (add or delete_titles) and corpus is None and previous is None:
         raise KGIndexError(f"{out} has no index to modify; build one first")
 
-    docs: dict[str, Document] = {}
-    questions: dict[str, list[dict[str, Any]]] = {}
-    if previous is not None and (add or (delete_titles and corpus is None)):
-        table = previous.documents
-        for title, text in zip(
-            table.column("title").to_pylist(), table.column("text").to_pylist(), strict=True
-        ):
-            docs[title] = Document(title, text)
-        questions = _previous_questions(previous)
-    if corpus is not None:
-        summary.input_problems.update(corpus.problems)
-        for d in corpus.documents:
-            docs[d.title] = d  # with --add, a known title with new text replaces the old document
-        for split, qs in corpus.questions.items():
-            questions[split] = qs
-    for title in delete_titles:
-        if docs.pop(title, None) is None:
-            summary.unknown_deletions.append(title)
-    documents = list(docs.values())
+    documents, questions = _select_documents(previous, corpus, add, delete_titles, summary)
     summary.documents = len(documents)
 
     model_id = expected_model_id(config.llm)
@@ -287,20 +310,10 @@ def build_index(
     q_keys = [ner_key(q["question"], model_id) for q in all_questions]
     cache = ExtractionCache(out)
     cached = cache.load()
-    pending: list[tuple[str, str, str]] = []
-    seen_keys: set[str] = set()
-    for key, doc in zip(keys, documents, strict=True):
-        rec = cached.get(key)
-        if (rec is None or rec.status in RETRY_STATUSES) and key not in seen_keys:
-            pending.append((TASK_OPENIE, key, doc.text))
-            seen_keys.add(key)
+    pending = _uncached(TASK_OPENIE, keys, [d.text for d in documents], cached)
     summary.reused_from_cache = len(documents) - len(pending)
     if config.questions.use_llm_ner:
-        for key, q in zip(q_keys, all_questions, strict=True):
-            rec = cached.get(key)
-            if (rec is None or rec.status in RETRY_STATUSES) and key not in seen_keys:
-                pending.append((TASK_NER, key, q["question"]))
-                seen_keys.add(key)
+        pending += _uncached(TASK_NER, q_keys, [q["question"] for q in all_questions], cached)
     t0 = time.perf_counter()
     for rec in run_extraction(pending, config, cache):
         cached[rec.doc_key] = rec
