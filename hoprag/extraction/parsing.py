@@ -72,11 +72,14 @@ def _names_something(span: str, passage: str) -> bool:
 
 
 def _split_relation_object(middle: list[str], norm_passage: str) -> tuple[str, str] | None:
-    """Join leading parts into the relation up to the first grounded, entity-like part."""
-    for k in range(len(middle)):
+    """Join leading parts into the relation up to the first grounded, entity-like part; failing
+    that, the last part is the object if it is grounded (``... | the | gene THAGAM13``)."""
+    for k in range(1, len(middle)):
         tail = " ".join(middle[k:])
-        if _entity_like(middle[k]) and _grounded(tail, norm_passage) and k > 0:
+        if _entity_like(middle[k]) and _grounded(tail, norm_passage):
             return " ".join(middle[:k]), tail
+    if len(middle) > 1 and _grounded(middle[-1], norm_passage):
+        return " ".join(middle[:-1]), middle[-1]
     return None
 
 

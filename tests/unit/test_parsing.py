@@ -106,3 +106,10 @@ def test_entity_list_keeps_only_grounded_mentions():
     mentions, _ = parse_entity_list('{"named_entities": ["The Salt Ledger", "Oslo"]}', q, "json")
     assert mentions == ["The Salt Ledger"]
     assert parse_entity_list("", q)[0] == []
+
+
+def test_many_parts_without_a_capitalized_object_fall_back_to_the_last_grounded_part():
+    passage = "Skigel fever is associated with the gene THAGAM13."
+    r = parse_openie_output("(Skigel fever | is | associated with | the | gene THAGAM13)", passage)
+    assert r.triples == [("Skigel fever", "is associated with the", "gene THAGAM13")]
+    assert r.repaired == 1
