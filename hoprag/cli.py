@@ -29,7 +29,10 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hoprag", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="hoprag",
+        description="Multi-hop QA over knowledge graphs on Ray: indexing, training, serving, evaluation.",
+    )
     parser.add_argument("--version", action="version", version=f"hoprag {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -52,7 +55,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the build summary as one JSON object")
     _add_config_args(p)
 
-    s = sub.add_parser("index-stats", help=argparse.SUPPRESS)
+    s = sub.add_parser(
+        "index-stats", help="KG statistics of an index (also spelled `hoprag index stats DIR`)"
+    )
     s.add_argument("index_dir", type=Path)
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.add_argument("--verify", action="store_true", help="also verify snapshot checksums")

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from hoprag.llm.base import (
-    ChatMessage,
     Completion,
     GenerationParams,
     Prompt,
@@ -175,7 +174,7 @@ class EmbeddedLLM:
         return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
-        texts = [p if isinstance(p, str) else render_chat_as_completion(_as_messages(p)) for p in prompts]
+        texts = [p if isinstance(p, str) else render_chat_as_completion(p) for p in prompts]
         results: list[Completion | None] = [None] * len(texts)
         # Similar lengths in one forward waste less compute on padding.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -272,7 +271,3 @@ def _eos_ids(model: object, tokenizer: object) -> set[int]:
     if isinstance(pad, int):
         ids.add(pad)
     return ids
-
-
-def _as_messages(prompt: list[ChatMessage]) -> list[ChatMessage]:
-    return list(prompt)

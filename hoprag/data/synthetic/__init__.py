@@ -1,0 +1,59 @@
+"""Deterministic synthetic multi-hop QA benchmark generator.
+
+The generator builds a small invented world (typed entities and relations in several domains), renders
+one short Wikipedia-like document per entity, and asks 2-4 hop questions over it. The output uses the
+GFM-RAG raw layout::
+
+    OUT/raw/dataset_corpus.json   {title: text}
+    OUT/raw/train.json            [question, ...]
+    OUT/raw/test.json             [question, ...]
+    OUT/raw/world.json            entities, facts and the gold reasoning triples of every question
+
+Every question record has ``id, question, answer, answer_aliases, supporting_facts, type, hops, domain,
+supporting_entities``. ``hops`` is the number of supporting documents (2-4), which is also the number of
+retrieval hops a reader needs.
+
+Names are invented (syllable-based) so that an LLM extracting triples from the documents cannot lean on
+what it memorised about real entities. Each document states only facts that are true in the world, and
+the fact ``(a, r, b)`` is always stated in ``a``'s document (for ``encodes`` also in ``b``'s).
+
+Question types:
+
+* ``bridge``: a chain of functional relations followed forwards from a named entity ("In which country
+  is the birthplace of the director of X?"), optionally ending in a year attribute ("When was ...
+  born?").
+* ``comparison``: two entities of the same type compared on a year attribute (answer: one of the two
+  names) or on a shared relation object (answer: yes/no); either side may be reached through one hop
+  ("the director of X"), giving 2, 3 or 4 supporting documents.
+* ``compositional``: a chain whose first step is an inverse lookup ("the drug that treats D") that is
+  then composed with further (forward or inverse) steps; every inverse step is unique in the world.
+
+Every step of every question is unambiguous: a forward step needs exactly one fact ``(x, r, *)`` and an
+inverse step exactly one fact ``(*, r, x)`` in the whole world, distractors included. Distractor entities
+never appear on a reasoning chain and their documents are never supporting documents.
+"""
+
+from __future__ import annotations
+
+from .benchmark import (
+    SAMPLE_CONFIG,
+    SAMPLE_DIR,
+    SyntheticBenchmark,
+    WorldEntity,
+    generate,
+    write_benchmark,
+)
+from .config import DOMAINS, QUESTION_TYPES, SyntheticConfig, minimum_documents
+
+__all__ = [
+    "DOMAINS",
+    "QUESTION_TYPES",
+    "SAMPLE_CONFIG",
+    "SAMPLE_DIR",
+    "SyntheticBenchmark",
+    "SyntheticConfig",
+    "WorldEntity",
+    "generate",
+    "minimum_documents",
+    "write_benchmark",
+]

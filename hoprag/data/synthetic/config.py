@@ -1,0 +1,96 @@
+"""Benchmark configuration: domains, question types, hop limits and the validated ``SyntheticConfig``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .schema import _TYPES, _active_types
+
+DOMAINS: tuple[str, ...] = ("biomedical", "business", "film")
+"""Question domains. Places (countries, cities, universities) form a shared ``general`` pool."""
+
+QUESTION_TYPES: tuple[str, ...] = ("bridge", "comparison", "compositional")
+MIN_HOPS = 2
+MAX_HOPS = 4
+
+
+def _num_distractors(num_documents: int, distractor_fraction: float) -> int:
+    return int(num_documents * distractor_fraction + 0.5)
+
+
+def minimum_documents(domains: Sequence[str], distractor_fraction: float = 0.2) -> int:
+    """Smallest ``num_documents`` that leaves every active entity type its minimum number of core entities."""
+    need = sum(_TYPES[t].min_core for t in _active_types(domains))
+    n = need
+    while n - _num_distractors(n, distractor_fraction) < need:
+        n += 1
+    return n
+
+
+class SyntheticConfig(BaseModel):
+    """Parameters of a synthetic benchmark; the same config always yields byte-identical files."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seed: int = Field(
+        default=0, description="Seed of every random choice (names, facts, phrasing, questions)."
+    )
+    num_documents: int = Field(
+        default=1000,
+        gt=0,
+        description=(
+            "Exact number of documents (= entities), distractors included. round(num_documents * "
+            "distractor_fraction) of them are distractors; the rest is split over entity types by fixed "
+            "weights (largest remainder), with a small minimum per type."
+        ),
+    )
+    num_train_questions: int = Field(default=200, ge=0, description="Number of training questions.")
+    num_test_questions: int = Field(default=100, ge=0, description="Number of test questions.")
+    domains: list[str] = Field(
+        default_factory=lambda: list(DOMAINS),
+        description=f"Domains that get entities and questions; a non-empty subset of {list(DOMAINS)}.",
+    )
+    held_out_domains: list[str] = Field(
+        default_factory=list,
+        description="Domains whose questions go only to the test split (train never sees them).",
+    )
+    distractor_fraction: float = Field(
+        default=0.2,
+        ge=0.0,
+        le=0.9,
+        description="Fraction of documents about distractor entities that never take part in a question.",
+    )
+    min_hops: int = Field(default=2, ge=MIN_HOPS, le=MAX_HOPS, description="Fewest supporting documents.")
+    max_hops: int = Field(default=4, ge=MIN_HOPS, le=MAX_HOPS, description="Most supporting documents.")
+
+    @field_validator("domains", "held_out_domains")
+    @classmethod
+    def _known_domains(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(DOMAINS))
+        if unknown:
+            raise ValueError(f"unknown domain(s) {unknown}; choose from {list(DOMAINS)}")
+        if len(set(value)) != len(value):
+            raise ValueError(f"duplicate domain in {value}")
+        # Canonical order, so that the order the user lists domains in does not change the output.
+        return [d for d in DOMAINS if d in value]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SyntheticConfig:
+        if not self.domains:
+            raise ValueError("domains must not be empty")
+        outside = [d for d in self.held_out_domains if d not in self.domains]
+        if outside:
+            raise ValueError(f"held_out_domains {outside} are not in domains {self.domains}")
+        if self.num_train_questions > 0 and set(self.held_out_domains) == set(self.domains):
+            raise ValueError("every domain is held out, so no domain is left for the training questions")
+        if self.min_hops > self.max_hops:
+            raise ValueError(f"min_hops ({self.min_hops}) is greater than max_hops ({self.max_hops})")
+        needed = minimum_documents(self.domains, self.distractor_fraction)
+        if self.num_documents < needed:
+            raise ValueError(
+                f"num_documents={self.num_documents} is too small for domains {self.domains} with "
+                f"distractor_fraction={self.distractor_fraction}; need at least {needed}"
+            )
+        return self

@@ -1,0 +1,638 @@
+"""Static world schema: entity type specs, relation texts and the sentence/question templates."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+GENERAL_DOMAIN = "general"
+"""Domain of the places (countries, cities, universities) shared by every question domain."""
+
+
+@dataclass(frozen=True)
+class _TypeSpec:
+    domain: str
+    weight: float
+    min_core: int
+    year_attr: str
+    year_range: tuple[int, int]
+    noun: str  # used in comparison questions ("Which film was released earlier, ...")
+    year_vp: str  # "was released"
+
+
+# Dict order is the generation order, so it must not change between runs (it never does for a literal).
+_TYPES: dict[str, _TypeSpec] = {
+    "country": _TypeSpec(
+        GENERAL_DOMAIN, 0.6, 2, "independence_year", (1700, 1990), "country", "became independent"
+    ),
+    "city": _TypeSpec(GENERAL_DOMAIN, 4.0, 2, "founded_year", (900, 1900), "city", "was founded"),
+    "university": _TypeSpec(
+        GENERAL_DOMAIN, 2.0, 1, "founded_year", (1500, 1990), "university", "was founded"
+    ),
+    "film": _TypeSpec("film", 7.0, 2, "release_year", (1950, 2023), "film", "was released"),
+    "film_person": _TypeSpec("film", 9.0, 3, "birth_year", (1920, 1995), "person", "was born"),
+    "company": _TypeSpec("business", 5.0, 2, "founded_year", (1850, 2015), "company", "was founded"),
+    "product": _TypeSpec("business", 5.0, 2, "release_year", (1980, 2023), "product", "was released"),
+    "business_person": _TypeSpec("business", 5.0, 2, "birth_year", (1930, 1995), "person", "was born"),
+    "drug": _TypeSpec("biomedical", 3.5, 2, "approval_year", (1950, 2023), "drug", "was approved"),
+    "disease": _TypeSpec(
+        "biomedical", 2.5, 2, "described_year", (1800, 2010), "disease", "was first described"
+    ),
+    "gene": _TypeSpec("biomedical", 2.5, 2, "identified_year", (1970, 2020), "gene", "was identified"),
+    "protein": _TypeSpec(
+        "biomedical", 2.5, 2, "characterized_year", (1960, 2020), "protein", "was characterized"
+    ),
+    "organism": _TypeSpec(
+        "biomedical", 1.5, 2, "described_year", (1750, 2000), "organism", "was first described"
+    ),
+    "pharma": _TypeSpec("biomedical", 1.5, 2, "founded_year", (1880, 2015), "company", "was founded"),
+}
+
+_PERSON_TYPES = frozenset({"film_person", "business_person"})
+
+_TYPE_SENTENCES: dict[str, tuple[str, ...]] = {
+    "country": (
+        "{s} is a country that gained independence in {y}.",
+        "{s} became an independent country in {y}.",
+        "{s} is a country that has been independent since {y}.",
+    ),
+    "city": (
+        "{s} is a city founded in {y}.",
+        "The city of {s} was founded in {y}.",
+        "{s} is a city that was established in {y}.",
+    ),
+    "university": (
+        "{s} is a university founded in {y}.",
+        "{s} is a university established in {y}.",
+        "{s} was founded in {y} as a university.",
+    ),
+    "film": ("{s} is a film released in {y}.", "{s} is a {y} film.", "The film {s} was released in {y}."),
+    "film_person": (
+        "{s} is {kind} born in {y}.",
+        "{s} is {kind} who was born in {y}.",
+        "Born in {y}, {s} works as {kind}.",
+    ),
+    "business_person": (
+        "{s} is {kind} born in {y}.",
+        "{s} is {kind} who was born in {y}.",
+        "Born in {y}, {s} works as {kind}.",
+    ),
+    "company": (
+        "{s} is {kind} company founded in {y}.",
+        "{s} was founded in {y} as {kind} company.",
+        "Founded in {y}, {s} is {kind} company.",
+    ),
+    "product": (
+        "{s} is {kind} released in {y}.",
+        "{s} is {kind} first sold in {y}.",
+        "Released in {y}, {s} is {kind}.",
+    ),
+    "drug": (
+        "{s} is {kind} approved in {y}.",
+        "{s} is {kind} that was approved in {y}.",
+        "Approved in {y}, {s} is {kind}.",
+    ),
+    "disease": (
+        "{s} is a disease first described in {y}.",
+        "{s} is a disease that was first described in {y}.",
+        "First described in {y}, {s} is a disease.",
+    ),
+    "gene": (
+        "{s} is a gene identified in {y}.",
+        "{s} is a gene first identified in {y}.",
+        "The gene {s} was identified in {y}.",
+    ),
+    "protein": (
+        "{s} is a protein first characterized in {y}.",
+        "{s} is a protein characterized in {y}.",
+        "The protein {s} was first characterized in {y}.",
+    ),
+    "organism": (
+        "{s} is {kind} first described in {y}.",
+        "{s} is {kind} that was first described in {y}.",
+        "First described in {y}, {s} is {kind}.",
+    ),
+    "pharma": (
+        "{s} is a pharmaceutical company founded in {y}.",
+        "{s} was founded in {y} as a pharmaceutical company.",
+        "Founded in {y}, {s} is a pharmaceutical company.",
+    ),
+}
+
+_MASS_SENTENCES = (
+    "{s} has a mass of {m} kilodaltons.",
+    "The mass of {s} is {m} kilodaltons.",
+    "{s} weighs {m} kilodaltons.",
+)
+
+_YEAR_QUESTIONS: dict[str, tuple[str, ...]] = {
+    "country": (
+        "When did {x} gain independence?",
+        "In what year did {x} become independent?",
+        "What is the year of independence of {x}?",
+    ),
+    "city": ("When was {x} founded?", "In what year was {x} founded?", "What is the founding year of {x}?"),
+    "university": (
+        "When was {x} founded?",
+        "In what year was {x} founded?",
+        "What is the founding year of {x}?",
+    ),
+    "film": ("When was {x} released?", "In what year was {x} released?", "What is the release year of {x}?"),
+    "film_person": ("When was {x} born?", "In what year was {x} born?", "What is the birth year of {x}?"),
+    "business_person": ("When was {x} born?", "In what year was {x} born?", "What is the birth year of {x}?"),
+    "company": (
+        "When was {x} founded?",
+        "In what year was {x} founded?",
+        "What is the founding year of {x}?",
+    ),
+    "product": (
+        "When was {x} released?",
+        "In what year was {x} released?",
+        "What is the release year of {x}?",
+    ),
+    "drug": ("When was {x} approved?", "In what year was {x} approved?", "What is the approval year of {x}?"),
+    "disease": (
+        "When was {x} first described?",
+        "In what year was {x} first described?",
+        "What is the year of the first description of {x}?",
+    ),
+    "gene": (
+        "When was {x} identified?",
+        "In what year was {x} identified?",
+        "What is the year of identification of {x}?",
+    ),
+    "protein": (
+        "When was {x} first characterized?",
+        "In what year was {x} characterized?",
+        "What is the year of the first characterization of {x}?",
+    ),
+    "organism": (
+        "When was {x} first described?",
+        "In what year was {x} first described?",
+        "What is the year of the first description of {x}?",
+    ),
+    "pharma": ("When was {x} founded?", "In what year was {x} founded?", "What is the founding year of {x}?"),
+}
+
+
+@dataclass(frozen=True)
+class _RelText:
+    sentences: tuple[str, ...]  # document sentences, {s} subject and {o} object
+    fwd_np: tuple[str, ...]  # noun phrase for the object, {x} describes the subject
+    fwd_q: tuple[str, ...]  # question asking for the object
+    inv_np: tuple[str, ...] = ()  # noun phrase for the subject, {x} describes the object
+    inv_q: tuple[str, ...] = ()
+    same_q: tuple[str, ...] = ()  # yes/no "same object" comparison, {a} and {b} describe two subjects
+    role: str = ""  # the object's role in comparison questions ("The director of which film ...")
+    both_docs: bool = False  # the object's document states the fact too
+
+
+_RELATIONS: dict[str, _RelText] = {
+    "city_in": _RelText(
+        sentences=("{s} is located in {o}.", "{s} lies in {o}.", "{s} is a city in {o}."),
+        fwd_np=(
+            "the country where {x} is located",
+            "the country that contains {x}",
+            "the country in which {x} lies",
+        ),
+        fwd_q=(
+            "In which country is {x} located?",
+            "Which country is home to {x}?",
+            "What country contains {x}?",
+        ),
+    ),
+    "capital": _RelText(
+        sentences=(
+            "The capital of {s} is {o}.",
+            "{o} is the capital of {s}.",
+            "{o} serves as the capital city of {s}.",
+        ),
+        fwd_np=(
+            "the capital of {x}",
+            "the capital city of {x}",
+            "the city that serves as the capital of {x}",
+        ),
+        fwd_q=(
+            "What is the capital of {x}?",
+            "Which city is the capital of {x}?",
+            "What city serves as the capital of {x}?",
+        ),
+        inv_np=(
+            "the country whose capital is {x}",
+            "the country with {x} as its capital",
+            "the nation governed from {x}",
+        ),
+        inv_q=(
+            "Which country has {x} as its capital?",
+            "Of which country is {x} the capital?",
+            "Which nation is governed from {x}?",
+        ),
+    ),
+    "university_in": _RelText(
+        sentences=("{s} is located in {o}.", "{s} is based in {o}.", "The campus of {s} is in {o}."),
+        fwd_np=("the city where {x} is located", "the home city of {x}", "the city that hosts {x}"),
+        fwd_q=("In which city is {x} located?", "Where is {x} based?", "Which city hosts {x}?"),
+        inv_np=(
+            "the university located in {x}",
+            "the university based in {x}",
+            "the university whose campus is in {x}",
+        ),
+        inv_q=(
+            "Which university is located in {x}?",
+            "What university is based in {x}?",
+            "Which university has its campus in {x}?",
+        ),
+    ),
+    "born_in": _RelText(
+        sentences=("{s} was born in {o}.", "{o} is the birthplace of {s}.", "{s} is a native of {o}."),
+        fwd_np=("the birthplace of {x}", "the city where {x} was born", "the hometown of {x}"),
+        fwd_q=("Where was {x} born?", "In which city was {x} born?", "What is the birthplace of {x}?"),
+        inv_np=("the person born in {x}", "the person who was born in {x}", "the native of {x}"),
+        inv_q=("Who was born in {x}?", "Which person was born in {x}?", "Who is a native of {x}?"),
+        same_q=(
+            "Were {a} and {b} born in the same city?",
+            "Do {a} and {b} share the same birthplace?",
+            "Is the birthplace of {a} the same as that of {b}?",
+        ),
+    ),
+    "educated_at": _RelText(
+        sentences=("{s} studied at {o}.", "{s} graduated from {o}.", "{o} is the alma mater of {s}."),
+        fwd_np=("the university attended by {x}", "the alma mater of {x}", "the school where {x} studied"),
+        fwd_q=("Which university did {x} attend?", "Where did {x} study?", "What is the alma mater of {x}?"),
+        inv_np=("the person who studied at {x}", "the graduate of {x}", "the alumnus of {x}"),
+        inv_q=("Who studied at {x}?", "Who graduated from {x}?", "Which person is an alumnus of {x}?"),
+        same_q=(
+            "Did {a} and {b} attend the same university?",
+            "Did {a} and {b} study at the same school?",
+            "Do {a} and {b} have the same alma mater?",
+        ),
+    ),
+    "married_to": _RelText(
+        sentences=("{s} is married to {o}.", "{s} and {o} are married.", "{o} is the spouse of {s}."),
+        fwd_np=("the spouse of {x}", "the person married to {x}", "the partner of {x}"),
+        fwd_q=("Who is {x} married to?", "Who is the spouse of {x}?", "To whom is {x} married?"),
+    ),
+    "directed_by": _RelText(
+        sentences=("{s} was directed by {o}.", "{o} directed {s}.", "{o} is the director of {s}."),
+        fwd_np=("the director of {x}", "the person who directed {x}", "the filmmaker behind {x}"),
+        fwd_q=("Who directed {x}?", "Who is the director of {x}?", "Which filmmaker directed {x}?"),
+        inv_np=("the film directed by {x}", "the film that {x} directed", "the movie made by {x}"),
+        inv_q=("Which film did {x} direct?", "What film was directed by {x}?", "Which movie did {x} make?"),
+        same_q=(
+            "Were {a} and {b} directed by the same person?",
+            "Do {a} and {b} have the same director?",
+            "Did the same filmmaker direct {a} and {b}?",
+        ),
+        role="director",
+    ),
+    "written_by": _RelText(
+        sentences=(
+            "{s} was written by {o}.",
+            "{o} wrote the screenplay for {s}.",
+            "The screenplay of {s} was written by {o}.",
+        ),
+        fwd_np=("the screenwriter of {x}", "the writer of {x}", "the person who wrote {x}"),
+        fwd_q=("Who wrote {x}?", "Who is the screenwriter of {x}?", "Who wrote the screenplay for {x}?"),
+        inv_np=("the film written by {x}", "the film that {x} wrote", "the film scripted by {x}"),
+        inv_q=(
+            "Which film did {x} write?",
+            "What film was written by {x}?",
+            "Which film was scripted by {x}?",
+        ),
+        same_q=(
+            "Were {a} and {b} written by the same person?",
+            "Do {a} and {b} have the same screenwriter?",
+            "Did the same writer write {a} and {b}?",
+        ),
+        role="screenwriter",
+    ),
+    "stars": _RelText(
+        # Rendered by _stars_sentence because a film may have two stars.
+        sentences=("{o} starred in {s}.", "{s} stars {o}.", "{s} features {o} in the {lead}."),
+        fwd_np=("the star of {x}", "the lead actor of {x}", "the actor who starred in {x}"),
+        fwd_q=("Who starred in {x}?", "Who is the star of {x}?", "Which actor starred in {x}?"),
+        inv_np=("the film starring {x}", "the film in which {x} starred", "the film featuring {x}"),
+        inv_q=("Which film did {x} star in?", "In which film did {x} star?", "Which film features {x}?"),
+    ),
+    "founded_by": _RelText(
+        sentences=("{s} was founded by {o}.", "{o} founded {s}.", "{o} is the founder of {s}."),
+        fwd_np=("the founder of {x}", "the person who founded {x}", "the entrepreneur who started {x}"),
+        fwd_q=("Who founded {x}?", "Who is the founder of {x}?", "Who started {x}?"),
+        inv_np=("the company founded by {x}", "the company that {x} founded", "the firm started by {x}"),
+        inv_q=(
+            "Which company did {x} found?",
+            "What company was founded by {x}?",
+            "Which firm did {x} start?",
+        ),
+        same_q=(
+            "Were {a} and {b} founded by the same person?",
+            "Do {a} and {b} have the same founder?",
+            "Did the same person found {a} and {b}?",
+        ),
+        role="founder",
+    ),
+    "headquartered_in": _RelText(
+        sentences=(
+            "{s} is headquartered in {o}.",
+            "The headquarters of {s} are in {o}.",
+            "{s} is based in {o}.",
+        ),
+        fwd_np=(
+            "the city where {x} is headquartered",
+            "the headquarters city of {x}",
+            "the city where {x} is based",
+        ),
+        fwd_q=(
+            "Where is {x} headquartered?",
+            "In which city is {x} based?",
+            "Which city hosts the headquarters of {x}?",
+        ),
+        inv_np=(
+            "the company headquartered in {x}",
+            "the company based in {x}",
+            "the firm with headquarters in {x}",
+        ),
+        inv_q=(
+            "Which company is headquartered in {x}?",
+            "What company is based in {x}?",
+            "Which firm has its headquarters in {x}?",
+        ),
+        same_q=(
+            "Are {a} and {b} headquartered in the same city?",
+            "Are {a} and {b} based in the same city?",
+            "Do {a} and {b} have their headquarters in the same city?",
+        ),
+    ),
+    "ceo": _RelText(
+        sentences=(
+            "{o} is the chief executive of {s}.",
+            "{s} is led by chief executive {o}.",
+            "{o} serves as the CEO of {s}.",
+        ),
+        fwd_np=("the chief executive of {x}", "the CEO of {x}", "the person who leads {x}"),
+        fwd_q=("Who is the CEO of {x}?", "Who leads {x}?", "Who is the chief executive of {x}?"),
+        inv_np=("the company led by {x}", "the company whose CEO is {x}", "the firm run by {x}"),
+        inv_q=(
+            "Which company does {x} lead?",
+            "Of which company is {x} the CEO?",
+            "Which firm is run by {x}?",
+        ),
+        role="chief executive",
+    ),
+    "acquired_by": _RelText(
+        sentences=("{s} was acquired by {o}.", "{o} acquired {s}.", "{o} bought {s}."),
+        fwd_np=("the company that acquired {x}", "the acquirer of {x}", "the buyer of {x}"),
+        fwd_q=("Which company acquired {x}?", "Who bought {x}?", "What company took over {x}?"),
+        inv_np=("the company acquired by {x}", "the company that {x} bought", "the firm taken over by {x}"),
+        inv_q=(
+            "Which company did {x} acquire?",
+            "What company did {x} buy?",
+            "Which firm was taken over by {x}?",
+        ),
+    ),
+    "manufactured_by": _RelText(
+        sentences=("{s} is manufactured by {o}.", "{o} makes {s}.", "{o} produces {s}."),
+        fwd_np=("the manufacturer of {x}", "the company that makes {x}", "the maker of {x}"),
+        fwd_q=("Which company manufactures {x}?", "Who makes {x}?", "What company produces {x}?"),
+        inv_np=("the product made by {x}", "the product that {x} manufactures", "the item produced by {x}"),
+        inv_q=(
+            "Which product does {x} make?",
+            "What product is manufactured by {x}?",
+            "Which item does {x} produce?",
+        ),
+        same_q=(
+            "Are {a} and {b} made by the same company?",
+            "Do {a} and {b} have the same manufacturer?",
+            "Is the same company the maker of both {a} and {b}?",
+        ),
+        role="manufacturer",
+    ),
+    "designed_by": _RelText(
+        sentences=("{s} was designed by {o}.", "{o} designed {s}.", "{o} is the designer of {s}."),
+        fwd_np=("the designer of {x}", "the person who designed {x}", "the person behind the design of {x}"),
+        fwd_q=("Who designed {x}?", "Who is the designer of {x}?", "Which person designed {x}?"),
+        inv_np=("the product designed by {x}", "the product that {x} designed", "the device designed by {x}"),
+        inv_q=(
+            "Which product did {x} design?",
+            "What product was designed by {x}?",
+            "Which device did {x} design?",
+        ),
+        same_q=(
+            "Were {a} and {b} designed by the same person?",
+            "Do {a} and {b} have the same designer?",
+            "Did the same person design {a} and {b}?",
+        ),
+        role="designer",
+    ),
+    "treats": _RelText(
+        sentences=("{s} treats {o}.", "{s} is used to treat {o}.", "{o} is treated with {s}."),
+        fwd_np=(
+            "the disease treated by {x}",
+            "the condition that {x} treats",
+            "the illness treated with {x}",
+        ),
+        fwd_q=(
+            "Which disease does {x} treat?",
+            "What condition is {x} used to treat?",
+            "What illness is treated with {x}?",
+        ),
+        inv_np=("the drug that treats {x}", "the medication used to treat {x}", "the treatment for {x}"),
+        inv_q=(
+            "Which drug treats {x}?",
+            "What medication is used to treat {x}?",
+            "What is the treatment for {x}?",
+        ),
+        same_q=(
+            "Do {a} and {b} treat the same disease?",
+            "Are {a} and {b} used against the same disease?",
+            "Is the disease treated by {a} the same as the one treated by {b}?",
+        ),
+    ),
+    "targets": _RelText(
+        sentences=("{s} targets {o}.", "{s} acts on the protein {o}.", "{o} is the molecular target of {s}."),
+        fwd_np=("the protein targeted by {x}", "the molecular target of {x}", "the protein that {x} acts on"),
+        fwd_q=(
+            "Which protein does {x} target?",
+            "What is the molecular target of {x}?",
+            "Which protein does {x} act on?",
+        ),
+        inv_np=("the drug that targets {x}", "the drug acting on {x}", "the medication that targets {x}"),
+        inv_q=("Which drug targets {x}?", "What drug acts on {x}?", "Which medication targets {x}?"),
+        same_q=(
+            "Do {a} and {b} target the same protein?",
+            "Do {a} and {b} act on the same protein?",
+            "Is the target of {a} the same protein as the target of {b}?",
+        ),
+        role="target protein",
+    ),
+    "developed_by": _RelText(
+        sentences=("{s} was developed by {o}.", "{o} developed {s}.", "{s} was created by the company {o}."),
+        fwd_np=("the developer of {x}", "the company that developed {x}", "the firm behind {x}"),
+        fwd_q=("Which company developed {x}?", "Who developed {x}?", "What company created {x}?"),
+        inv_np=("the drug developed by {x}", "the drug that {x} developed", "the medication created by {x}"),
+        inv_q=(
+            "Which drug did {x} develop?",
+            "What drug was developed by {x}?",
+            "Which medication did {x} create?",
+        ),
+        same_q=(
+            "Were {a} and {b} developed by the same company?",
+            "Do {a} and {b} share the same developer?",
+            "Did the same company develop {a} and {b}?",
+        ),
+        role="developer",
+    ),
+    "associated_with": _RelText(
+        sentences=(
+            "{s} is associated with the gene {o}.",
+            "{o} is linked to {s}.",
+            "Mutations in {o} are associated with {s}.",
+        ),
+        fwd_np=("the gene associated with {x}", "the gene linked to {x}", "the gene implicated in {x}"),
+        fwd_q=(
+            "Which gene is associated with {x}?",
+            "What gene is linked to {x}?",
+            "Which gene is implicated in {x}?",
+        ),
+        inv_np=(
+            "the disease associated with {x}",
+            "the disease linked to {x}",
+            "the condition tied to mutations in {x}",
+        ),
+        inv_q=(
+            "Which disease is associated with {x}?",
+            "What disease is linked to {x}?",
+            "Which condition is tied to mutations in {x}?",
+        ),
+        same_q=(
+            "Are {a} and {b} associated with the same gene?",
+            "Are {a} and {b} linked to the same gene?",
+            "Is the gene linked to {a} the same as the gene linked to {b}?",
+        ),
+        role="associated gene",
+    ),
+    "caused_by": _RelText(
+        sentences=("{s} is caused by {o}.", "{o} causes {s}.", "{o} is the pathogen behind {s}."),
+        fwd_np=("the organism that causes {x}", "the cause of {x}", "the pathogen behind {x}"),
+        fwd_q=("What organism causes {x}?", "Which pathogen causes {x}?", "What is the cause of {x}?"),
+        inv_np=("the disease caused by {x}", "the illness that {x} causes", "the condition triggered by {x}"),
+        inv_q=(
+            "Which disease does {x} cause?",
+            "What illness is caused by {x}?",
+            "Which condition is triggered by {x}?",
+        ),
+        same_q=(
+            "Are {a} and {b} caused by the same organism?",
+            "Do {a} and {b} have the same cause?",
+            "Is the same pathogen behind {a} and {b}?",
+        ),
+        role="causative organism",
+    ),
+    "encodes": _RelText(
+        sentences=("{s} encodes {o}.", "{o} is encoded by {s}.", "{s} codes for the protein {o}."),
+        fwd_np=("the protein encoded by {x}", "the protein that {x} codes for", "the protein product of {x}"),
+        fwd_q=(
+            "Which protein does {x} encode?",
+            "What protein is encoded by {x}?",
+            "Which protein does {x} code for?",
+        ),
+        inv_np=("the gene that encodes {x}", "the gene encoding {x}", "the gene coding for {x}"),
+        inv_q=("Which gene encodes {x}?", "What gene codes for {x}?", "Which gene is {x} encoded by?"),
+        both_docs=True,
+    ),
+    "found_in": _RelText(
+        sentences=("{s} is found in {o}.", "{s} occurs in {o}.", "{o} carries the gene {s}."),
+        fwd_np=(
+            "the organism in which {x} is found",
+            "the host organism of {x}",
+            "the species that carries {x}",
+        ),
+        fwd_q=(
+            "In which organism is {x} found?",
+            "Which species carries {x}?",
+            "What is the host organism of {x}?",
+        ),
+        inv_np=("the gene found in {x}", "the gene that {x} carries", "the gene occurring in {x}"),
+        inv_q=("Which gene is found in {x}?", "What gene does {x} carry?", "Which gene occurs in {x}?"),
+        same_q=(
+            "Are {a} and {b} found in the same organism?",
+            "Do {a} and {b} occur in the same species?",
+            "Is the host organism of {a} the same as that of {b}?",
+        ),
+        role="host organism",
+    ),
+    "isolated_in": _RelText(
+        sentences=(
+            "{s} was first isolated in {o}.",
+            "{o} is where {s} was first isolated.",
+            "Researchers first isolated {s} in {o}.",
+        ),
+        fwd_np=(
+            "the city where {x} was first isolated",
+            "the place where {x} was first isolated",
+            "the city in which researchers first isolated {x}",
+        ),
+        fwd_q=(
+            "Where was {x} first isolated?",
+            "In which city was {x} first isolated?",
+            "In what city did researchers first isolate {x}?",
+        ),
+        inv_np=(
+            "the organism first isolated in {x}",
+            "the organism that was first isolated in {x}",
+            "the species first isolated in {x}",
+        ),
+        inv_q=(
+            "Which organism was first isolated in {x}?",
+            "What organism was first isolated in {x}?",
+            "Which species was first isolated in {x}?",
+        ),
+        same_q=(
+            "Were {a} and {b} first isolated in the same city?",
+            "Were {a} and {b} both first isolated in one city?",
+            "Is the city where {a} was first isolated the same as that of {b}?",
+        ),
+    ),
+}
+
+# Comparison questions reach their compared entity directly or through one of these (start type, relation).
+_VIA_EDGES: dict[str, tuple[tuple[str, str], ...]] = {
+    "film_person": (("film", "directed_by"), ("film", "written_by")),
+    "business_person": (("company", "founded_by"), ("company", "ceo"), ("product", "designed_by")),
+    "company": (("product", "manufactured_by"),),
+    "pharma": (("drug", "developed_by"),),
+    "protein": (("drug", "targets"),),
+    "gene": (("disease", "associated_with"),),
+    "organism": (("disease", "caused_by"),),
+}
+
+# Relations whose objects "same ...?" yes/no comparisons ask about, per compared type.
+_SAME_KEYS: dict[str, tuple[str, ...]] = {
+    "film_person": ("born_in", "educated_at"),
+    "film": ("directed_by", "written_by"),
+    "business_person": ("born_in", "educated_at"),
+    "company": ("headquartered_in", "founded_by"),
+    "product": ("manufactured_by", "designed_by"),
+    "drug": ("treats", "targets", "developed_by"),
+    "disease": ("associated_with", "caused_by"),
+    "gene": ("found_in",),
+    "pharma": ("headquartered_in",),
+    "organism": ("isolated_in",),
+}
+
+_YEAR_CMP_GENERAL = (
+    "Which {noun} {vp} {cmp}, {a} or {b}?",
+    "{wh} {vp} {cmp}: {a} or {b}?",
+    "Between {a} and {b}, which {noun} {vp} {cmp}?",
+)
+_YEAR_CMP_VIA = (
+    "The {role} of which {snoun} {vp} {cmp}, {a} or {b}?",
+    "Which {snoun} has a {role} {rel} {vp} {cmp}, {a} or {b}?",
+    "Between {a} and {b}, which {snoun} has the {role} {rel} {vp} {cmp}?",
+)
+_EARLIER = ("earlier", "first")
+_LATER = ("later", "more recently")
+
+
+def _active_types(domains: Sequence[str]) -> list[str]:
+    return [t for t, spec in _TYPES.items() if spec.domain == GENERAL_DOMAIN or spec.domain in domains]

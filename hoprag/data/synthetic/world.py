@@ -1,0 +1,353 @@
+"""World construction: entity and fact generation and the rendering of one document per entity."""
+
+from __future__ import annotations
+
+import random
+
+from .config import DOMAINS, SyntheticConfig, _num_distractors
+from .names import (
+    _BUSINESS_OCCUPATIONS,
+    _DRUG_CLASSES,
+    _FILM_OCCUPATIONS,
+    _INDUSTRIES,
+    _ORGANISM_KINDS,
+    _PRODUCT_KINDS,
+    _Namer,
+)
+from .schema import _MASS_SENTENCES, _RELATIONS, _TYPE_SENTENCES, _TYPES, GENERAL_DOMAIN, _active_types
+
+
+def _largest_remainder(total: int, weights: dict[str, float]) -> dict[str, int]:
+    wsum = sum(weights.values())
+    if total <= 0 or wsum <= 0:
+        return dict.fromkeys(weights, 0)
+    exact = {k: total * w / wsum for k, w in weights.items()}
+    counts = {k: int(v) for k, v in exact.items()}
+    left = total - sum(counts.values())
+    # Ties broken by the fixed type order, so the split is deterministic.
+    order = sorted(weights, key=lambda k: (-(exact[k] - counts[k]), list(weights).index(k)))
+    for k in order[:left]:
+        counts[k] += 1
+    return counts
+
+
+def _type_counts(config: SyntheticConfig) -> tuple[dict[str, int], dict[str, int]]:
+    types = _active_types(config.domains)
+    # Places are shared by all domains, so their share shrinks when fewer domains are active.
+    scale = len(config.domains) / len(DOMAINS)
+    weights = {t: _TYPES[t].weight * (scale if _TYPES[t].domain == GENERAL_DOMAIN else 1.0) for t in types}
+    distractors = _num_distractors(config.num_documents, config.distractor_fraction)
+    core_total = config.num_documents - distractors
+    core = {t: _TYPES[t].min_core for t in types}
+    extra = _largest_remainder(core_total - sum(core.values()), weights)
+    core = {t: core[t] + extra[t] for t in types}
+    dist = _largest_remainder(distractors, weights)
+    # Every country needs a capital in its own pool (core or distractor), so never more countries than cities.
+    for counts in (core, dist):
+        if counts["country"] > counts["city"]:
+            moved = counts["country"] - counts["city"]
+            moved = (moved + 1) // 2
+            counts["country"] -= moved
+            counts["city"] += moved
+    return core, dist
+
+
+class _World:
+    """Entities as parallel lists plus per-entity outgoing/incoming fact lists (ids, not names)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.types: list[str] = []
+        self.core: list[bool] = []
+        self.years: list[int] = []
+        self.kind: list[str] = []  # occupation / industry / product kind / drug class / organism kind
+        self.mass: list[int] = []
+        self.out: list[list[tuple[str, int]]] = []
+        self.inn: list[list[tuple[str, int]]] = []
+        self.facts: list[tuple[int, str, int]] = []
+        self.by_type: dict[str, list[int]] = {}
+        self.core_by_type: dict[str, list[int]] = {}
+
+    def add_entity(self, name: str, etype: str, core: bool, year: int, kind: str = "", mass: int = 0) -> int:
+        eid = len(self.names)
+        self.names.append(name)
+        self.types.append(etype)
+        self.core.append(core)
+        self.years.append(year)
+        self.kind.append(kind)
+        self.mass.append(mass)
+        self.out.append([])
+        self.inn.append([])
+        self.by_type.setdefault(etype, []).append(eid)
+        if core:
+            self.core_by_type.setdefault(etype, []).append(eid)
+        return eid
+
+    def add_fact(self, s: int, rel: str, o: int) -> None:
+        self.facts.append((s, rel, o))
+        self.out[s].append((rel, o))
+        self.inn[o].append((rel, s))
+
+    def pool(self, etype: str, for_entity: int) -> list[int]:
+        # Core entities only point at core entities, so questions (built from core) never leave the core.
+        return self.core_by_type.get(etype, []) if self.core[for_entity] else self.by_type.get(etype, [])
+
+    def domain(self, eid: int) -> str:
+        return _TYPES[self.types[eid]].domain
+
+    def forward(self, eid: int, rel: str) -> list[int]:
+        return [o for r, o in self.out[eid] if r == rel]
+
+    def inverse(self, eid: int, rel: str) -> list[int]:
+        return [s for r, s in self.inn[eid] if r == rel]
+
+
+def _make_entities(config: SyntheticConfig, world: _World) -> None:
+    rng = random.Random(f"hoprag-synthetic:{config.seed}:entities")
+    namer = _Namer(rng)
+    core_counts, dist_counts = _type_counts(config)
+    for etype in _active_types(config.domains):
+        spec = _TYPES[etype]
+        for i in range(core_counts[etype] + dist_counts[etype]):
+            core = i < core_counts[etype]
+            year = rng.randint(*spec.year_range)
+            kind = ""
+            mass = 0
+            if etype == "film_person":
+                # The first core people cover every occupation so that every film can find a director.
+                if core and i < len(_FILM_OCCUPATIONS):
+                    kind = _FILM_OCCUPATIONS[i][0]
+                else:
+                    kind = rng.choices([o for o, _ in _FILM_OCCUPATIONS], [w for _, w in _FILM_OCCUPATIONS])[
+                        0
+                    ]
+                name = namer.person()
+            elif etype == "business_person":
+                kind = rng.choice(_BUSINESS_OCCUPATIONS)
+                name = namer.person()
+            elif etype == "city":
+                name = namer.city()
+            elif etype == "country":
+                name = namer.country()
+            elif etype == "university":
+                name = namer.university()
+            elif etype == "film":
+                name = namer.film()
+            elif etype == "company":
+                kind, suffixes = rng.choice(_INDUSTRIES)
+                name = namer.company(suffixes)
+            elif etype == "product":
+                kind = rng.choice(_PRODUCT_KINDS)
+                name = namer.product()
+            elif etype == "drug":
+                suffix, kind = rng.choice(_DRUG_CLASSES)
+                name = namer.drug(suffix)
+            elif etype == "disease":
+                name = namer.disease()
+            elif etype == "gene":
+                name = namer.gene()
+            elif etype == "protein":
+                mass = rng.randint(12, 480)
+                name = namer.protein()
+            elif etype == "organism":
+                kind = rng.choice(_ORGANISM_KINDS)
+                name = namer.organism()
+            elif etype == "pharma":
+                name = namer.pharma()
+            else:  # pragma: no cover - guarded by the type table
+                raise AssertionError(etype)
+            world.add_entity(name, etype, core, year, kind, mass)
+
+
+def _make_facts(config: SyntheticConfig, world: _World) -> None:
+    rng = random.Random(f"hoprag-synthetic:{config.seed}:facts")
+    by_type = world.by_type
+    core_by = world.core_by_type
+
+    def pick(etype: str, subject: int, exclude: int = -1) -> int | None:
+        pool = world.pool(etype, subject)
+        if not pool:
+            return None
+        for _ in range(8):
+            choice = pool[rng.randrange(len(pool))]
+            if choice != exclude and choice != subject:
+                return choice
+        return None
+
+    # Geography: the first city of each country (in its own pool) is its capital.
+    capitals: dict[int, int] = {}
+    for core in (True, False):
+        countries = [c for c in by_type.get("country", []) if world.core[c] == core]
+        cities = [c for c in by_type.get("city", []) if world.core[c] == core]
+        shuffled = countries[:]
+        rng.shuffle(shuffled)
+        for i, city in enumerate(cities):
+            if i < len(shuffled):
+                country = shuffled[i]
+                capitals[country] = city
+            else:
+                country_pool = core_by["country"] if core else by_type["country"]
+                country = country_pool[rng.randrange(len(country_pool))]
+            world.add_fact(city, "city_in", country)
+    for country in by_type.get("country", []):
+        if country in capitals:
+            world.add_fact(country, "capital", capitals[country])
+    for uni in by_type.get("university", []):
+        city = pick("city", uni)
+        if city is not None:
+            world.add_fact(uni, "university_in", city)
+
+    if "film" in config.domains:
+        people = by_type["film_person"]
+        occupation_pools: dict[tuple[bool, str], list[int]] = {}
+        for p in people:
+            occupation_pools.setdefault((True, world.kind[p]), [])
+            occupation_pools.setdefault((False, world.kind[p]), [])
+            if world.core[p]:
+                occupation_pools[(True, world.kind[p])].append(p)
+            occupation_pools[(False, world.kind[p])].append(p)
+
+        def pick_role(film: int, occupation: str, exclude: int = -1) -> int | None:
+            pool = occupation_pools.get((world.core[film], occupation), [])
+            if not pool:
+                return None
+            for _ in range(8):
+                choice = pool[rng.randrange(len(pool))]
+                if choice != exclude:
+                    return choice
+            return None
+
+        for p in people:
+            city = pick("city", p)
+            if city is not None:
+                world.add_fact(p, "born_in", city)
+            if rng.random() < 0.6:
+                uni = pick("university", p)
+                if uni is not None:
+                    world.add_fact(p, "educated_at", uni)
+        for core in (True, False):
+            pool = [p for p in people if world.core[p] == core]
+            rng.shuffle(pool)
+            pairs = int(len(pool) * 0.3) // 2
+            for i in range(pairs):
+                a, b = pool[2 * i], pool[2 * i + 1]
+                world.add_fact(a, "married_to", b)
+                world.add_fact(b, "married_to", a)
+        for film in by_type["film"]:
+            director = pick_role(film, "a film director")
+            if director is not None:
+                world.add_fact(film, "directed_by", director)
+            if rng.random() < 0.6:
+                writer = pick_role(film, "a screenwriter")
+                if writer is not None:
+                    world.add_fact(film, "written_by", writer)
+            first = pick_role(film, "an actor")
+            if first is not None:
+                world.add_fact(film, "stars", first)
+                if rng.random() < 0.4:
+                    second = pick_role(film, "an actor", exclude=first)
+                    if second is not None:
+                        world.add_fact(film, "stars", second)
+
+    if "business" in config.domains:
+        for p in by_type["business_person"]:
+            city = pick("city", p)
+            if city is not None:
+                world.add_fact(p, "born_in", city)
+            if rng.random() < 0.6:
+                uni = pick("university", p)
+                if uni is not None:
+                    world.add_fact(p, "educated_at", uni)
+        companies = by_type["company"]
+        for idx, company in enumerate(companies):
+            founder = pick("business_person", company)
+            if founder is not None:
+                world.add_fact(company, "founded_by", founder)
+            city = pick("city", company)
+            if city is not None:
+                world.add_fact(company, "headquartered_in", city)
+            if rng.random() < 0.5:
+                ceo = pick("business_person", company, exclude=founder if founder is not None else -1)
+                if ceo is not None:
+                    world.add_fact(company, "ceo", ceo)
+            # Acquirers always come earlier in the list, so acquisitions never form a cycle.
+            if idx > 0 and rng.random() < 0.25:
+                earlier = [
+                    c for c in companies[max(0, idx - 50) : idx] if world.core[c] or not world.core[company]
+                ]
+                if earlier:
+                    world.add_fact(company, "acquired_by", earlier[rng.randrange(len(earlier))])
+        for product in by_type["product"]:
+            maker = pick("company", product)
+            if maker is not None:
+                world.add_fact(product, "manufactured_by", maker)
+            if rng.random() < 0.5:
+                designer = pick("business_person", product)
+                if designer is not None:
+                    world.add_fact(product, "designed_by", designer)
+
+    if "biomedical" in config.domains:
+        for org in by_type["organism"]:
+            city = pick("city", org)
+            if city is not None:
+                world.add_fact(org, "isolated_in", city)
+        for pharma in by_type["pharma"]:
+            city = pick("city", pharma)
+            if city is not None:
+                world.add_fact(pharma, "headquartered_in", city)
+        # Genes and proteins pair up one-to-one inside each pool, as real gene products mostly do.
+        for core in (True, False):
+            genes = [g for g in by_type["gene"] if world.core[g] == core]
+            proteins = [p for p in by_type["protein"] if world.core[p] == core]
+            rng.shuffle(proteins)
+            for gene, protein in zip(genes, proteins, strict=False):
+                world.add_fact(gene, "encodes", protein)
+        for gene in by_type["gene"]:
+            org = pick("organism", gene)
+            if org is not None:
+                world.add_fact(gene, "found_in", org)
+        for disease in by_type["disease"]:
+            gene = pick("gene", disease)
+            if gene is not None:
+                world.add_fact(disease, "associated_with", gene)
+            if rng.random() < 0.4:
+                org = pick("organism", disease)
+                if org is not None:
+                    world.add_fact(disease, "caused_by", org)
+        for drug in by_type["drug"]:
+            for rel, target_type in (
+                ("treats", "disease"),
+                ("targets", "protein"),
+                ("developed_by", "pharma"),
+            ):
+                target = pick(target_type, drug)
+                if target is not None:
+                    world.add_fact(drug, rel, target)
+
+
+def _render_documents(config: SyntheticConfig, world: _World) -> dict[str, str]:
+    rng = random.Random(f"hoprag-synthetic:{config.seed}:documents")
+    names = world.names
+    corpus: dict[str, str] = {}
+    for eid, name in enumerate(names):
+        etype = world.types[eid]
+        sentences = [
+            rng.choice(_TYPE_SENTENCES[etype]).format(s=name, y=world.years[eid], kind=world.kind[eid])
+        ]
+        if etype == "protein":
+            sentences.append(rng.choice(_MASS_SENTENCES).format(s=name, m=world.mass[eid]))
+        stars: list[int] = []
+        for rel, obj in world.out[eid]:
+            if rel == "stars":
+                stars.append(obj)
+                continue
+            sentences.append(rng.choice(_RELATIONS[rel].sentences).format(s=name, o=names[obj]))
+        if stars:
+            template = rng.choice(_RELATIONS["stars"].sentences)
+            lead = "lead role" if len(stars) == 1 else "lead roles"
+            sentences.append(template.format(s=name, o=" and ".join(names[o] for o in stars), lead=lead))
+        for rel, subj in world.inn[eid]:
+            if _RELATIONS[rel].both_docs:
+                sentences.append(rng.choice(_RELATIONS[rel].sentences).format(s=names[subj], o=name))
+        corpus[name] = " ".join(sentences)
+    return corpus
