@@ -106,8 +106,7 @@ class KGIndex:
 
     def neighbors(self, entity_id: int) -> tuple[np.ndarray, np.ndarray]:
         """``(neighbor_entity_ids, triple_ids)`` of all triples touching ``entity_id`` (both directions)."""
-        lo, hi = self.adjacency.indptr[entity_id], self.adjacency.indptr[entity_id + 1]
-        return self.adjacency.neighbor[lo:hi], self.adjacency.triple_id[lo:hi]
+        return self.adjacency.neighbors(entity_id)
 
     def k_hop(self, seeds: Iterable[int], k: int, max_entities: int | None = None) -> dict[int, int]:
         """Entities within ``k`` hops of ``seeds`` → their hop distance (BFS over the CSR adjacency).

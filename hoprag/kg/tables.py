@@ -57,6 +57,14 @@ class Adjacency:
         np.cumsum(counts, out=indptr[1:])
         return cls(indptr, dst[order], tid[order], out[order])
 
+    def degree(self, entity_id: int) -> int:
+        return int(self.indptr[entity_id + 1] - self.indptr[entity_id])
+
+    def neighbors(self, entity_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(neighbor_entity_ids, triple_ids)`` of all triples touching ``entity_id`` (both directions)."""
+        lo, hi = self.indptr[entity_id], self.indptr[entity_id + 1]
+        return self.neighbor[lo:hi], self.triple_id[lo:hi]
+
 
 @dataclass
 class KGTables:
