@@ -78,6 +78,14 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument("--fresh", action="store_true", help="discard a previous demo index (and its cache) first")
     _add_config_args(d)
 
+    ev = sub.add_parser("eval", help="evaluation (retrieval recall for now)")
+    evsub = ev.add_subparsers(dest="eval", required=True)
+    er = evsub.add_parser("retrieval", help="document recall@2/@5 of a retriever on an index's questions")
+    er.add_argument("--index", type=Path, required=True, help="index directory (with processed questions)")
+    er.add_argument("--retriever", default="dense", help="'dense' or a retriever / training run directory")
+    er.add_argument("--split", default="test", help="question split (train or test)")
+    er.add_argument("--json", action="store_true", help="print one JSON object")
+
     b = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md by hand)")
     bsub = b.add_subparsers(dest="bench", required=True)
     bi = bsub.add_parser("index", help="Ray Data extraction vs a sequential loop; graph build at scale")
@@ -120,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from hoprag.demo import run_demo
 
             return run_demo(args.workdir, fresh=args.fresh, config_path=args.config, overrides=args.overrides)
+        if args.command == "eval" and args.eval == "retrieval":
+            return _cmd_eval_retrieval(args)
         if args.command == "bench" and args.bench == "index":
             from indexing.bench import run_index_benchmark
 
@@ -177,6 +187,24 @@ def _cmd_index_stats(args: argparse.Namespace) -> int:
     except KGIndexError as exc:
         raise _UserError(str(exc)) from exc
     print(json.dumps(stats) if args.json else render_stats(stats))
+    return 0
+
+
+def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    from evaluation.retrieval import evaluate_retrieval
+    from hoprag.kg.index import KGIndex
+    from hoprag.kg.store import KGIndexError
+    from hoprag.retrieval.loading import RetrieverSpecError, load_retriever
+
+    try:
+        index = KGIndex(args.index)
+        result = evaluate_retrieval(index, load_retriever(args.retriever, index), split=args.split)
+    except (KGIndexError, RetrieverSpecError, ValueError) as exc:
+        raise _UserError(str(exc)) from exc
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print("  ".join(f"{k}={v}" for k, v in result.items()))
     return 0
 
 

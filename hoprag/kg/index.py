@@ -91,6 +91,18 @@ class KGIndex:
             .to_pylist()
         )
 
+    @cached_property
+    def entity_documents(self) -> tuple[np.ndarray, np.ndarray]:
+        """CSR ``(indptr, doc_ids)``: the documents each entity occurs in (for document ranking)."""
+        from hoprag.retrieval.ranking import entity_document_csr
+
+        links = self.doc_entities
+        return entity_document_csr(
+            links.column("doc_id").to_numpy().astype(np.int64),
+            links.column("entity_id").to_numpy().astype(np.int64),
+            self.num_entities,
+        )
+
     # -- lookups ---------------------------------------------------------------------------
     def entity_id(self, name: str) -> int | None:
         """Id of an entity by any spelling (normalized before lookup), or ``None``."""

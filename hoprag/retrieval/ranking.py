@@ -1,0 +1,56 @@
+"""Entity scores → document ranking (GFM-RAG's IDF-weighted ranker, as GLM-RAG uses it).
+
+The top ``top_entities`` (20) entities vote for the documents that contain them; a vote weighs
+``1 / (number of documents containing the entity)``, so rare entities count more than hubs.
+Ties are broken by the summed entity scores, then by document id (deterministic output).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def entity_document_csr(
+    doc_ids: np.ndarray, entity_ids: np.ndarray, num_entities: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(indptr, docs)``: the documents of each entity, from document↔entity link pairs."""
+    order = np.lexsort((doc_ids, entity_ids))
+    counts = (
+        np.bincount(entity_ids, minlength=num_entities)
+        if len(entity_ids)
+        else np.zeros(num_entities, np.int64)
+    )
+    indptr = np.zeros(num_entities + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return indptr, doc_ids[order].astype(np.int64)
+
+
+def rank_documents_idf(
+    entity_ids: Sequence[int],
+    entity_scores: Sequence[float],
+    indptr: np.ndarray,
+    entity_docs: np.ndarray,
+    k: int,
+    top_entities: int = 20,
+) -> list[tuple[int, float]]:
+    """The ``k`` best ``(doc_id, score)`` from scored entities (any order in; best first out)."""
+    if not len(entity_ids):
+        return []
+    ids = np.asarray(entity_ids, dtype=np.int64)
+    scores = np.asarray(entity_scores, dtype=np.float64)
+    top = np.argsort(-scores, kind="stable")[:top_entities]
+    doc_score: dict[int, float] = {}
+    doc_tiebreak: dict[int, float] = {}
+    for i in top.tolist():
+        e = int(ids[i])
+        docs = entity_docs[indptr[e] : indptr[e + 1]]
+        if len(docs) == 0:
+            continue
+        weight = 1.0 / len(docs)
+        for d in docs.tolist():
+            doc_score[d] = doc_score.get(d, 0.0) + weight
+            doc_tiebreak[d] = doc_tiebreak.get(d, 0.0) + float(scores[i])
+    ranked = sorted(doc_score, key=lambda d: (-doc_score[d], -doc_tiebreak[d], d))
+    return [(d, doc_score[d]) for d in ranked[:k]]

@@ -1,0 +1,135 @@
+"""Document ranking from entity scores, recall@k, the dense baseline and `hoprag eval retrieval`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from evaluation.metrics import recall_at_k
+from evaluation.retrieval import evaluate_retrieval
+from hoprag.cli import main
+from hoprag.kg.index import KGIndex
+from hoprag.kg.store import write_snapshot
+from hoprag.retrieval.base import RetrievalQuery
+from hoprag.retrieval.dense import DenseRetriever
+from hoprag.retrieval.ranking import entity_document_csr, rank_documents_idf
+from indexing.config import SynonymConfig
+from indexing.corpus import Document
+from indexing.graph import build_tables
+from indexing.questions import questions_table
+
+
+def test_idf_ranking_worked_by_hand():
+    # entity 0 is in docs {0, 1, 2} (weight 1/3), entity 1 in {1} (weight 1), entity 2 in {2, 3} (1/2)
+    docs = np.array([0, 1, 2, 1, 2, 3])
+    ents = np.array([0, 0, 0, 1, 2, 2])
+    indptr, entity_docs = entity_document_csr(docs, ents, 3)
+    assert indptr.tolist() == [0, 3, 4, 6]
+    ranked = rank_documents_idf([0, 1, 2], [0.9, 0.8, 0.1], indptr, entity_docs, k=4)
+    assert [d for d, _ in ranked] == [1, 2, 3, 0]  # 4/3, 5/6, 1/2, 1/3
+    assert ranked[0][1] == pytest.approx(1 / 3 + 1)
+    assert ranked[1][1] == pytest.approx(1 / 3 + 1 / 2)
+    # only the top entities vote
+    only_top = rank_documents_idf([0, 1, 2], [0.9, 0.8, 0.1], indptr, entity_docs, k=4, top_entities=1)
+    assert [d for d, _ in only_top] == [0, 1, 2]  # equal weights: ties broken by document id
+    assert rank_documents_idf([], [], indptr, entity_docs, k=3) == []
+
+
+def test_recall_at_k():
+    assert recall_at_k(["a", "b", "c"], ["b", "x"], 2) == 0.5
+    assert recall_at_k(["a", "b", "c"], ["c"], 2) == 0.0
+    assert recall_at_k(["a", "b"], ["a", "b"], 5) == 1.0
+    with pytest.raises(ValueError):
+        recall_at_k(["a"], [], 2)
+
+
+@pytest.fixture(scope="module")
+def small_index(tmp_path_factory, embedder):
+    docs = [
+        Document("Dornwick", "Dornwick is a harbour city in Halvaria known for shipbuilding."),
+        Document("The Ember Road", "The Ember Road is a 1994 film directed by Tavin Orlo."),
+        Document("Ostarizumab", "Ostarizumab is a drug that treats Kellan fever."),
+    ]
+    triples = [
+        [("Dornwick", "city in", "Halvaria")],
+        [("The Ember Road", "directed by", "Tavin Orlo")],
+        [("Ostarizumab", "treats", "Kellan fever")],
+    ]
+    tables = build_tables(docs, triples, [[], [], []], embedder, SynonymConfig())
+    rows = [
+        {
+            "split": "test",
+            "id": "1",
+            "question": "Which drug treats Kellan fever?",
+            "answer": "Ostarizumab",
+            "answer_aliases": [],
+            "question_entities": ["kellan fever"],
+            "link_sources": ["dictionary"],
+            "supporting_facts": ["Ostarizumab"],
+            "supporting_docs": ["Ostarizumab"],
+            "supporting_entities": [],
+            "answer_in_supporting_entities": True,
+        },
+        {
+            "split": "test",
+            "id": "2",
+            "question": "Who directed The Ember Road?",
+            "answer": "Tavin Orlo",
+            "answer_aliases": [],
+            "question_entities": [],
+            "link_sources": [],
+            "supporting_facts": ["The Ember Road"],
+            "supporting_docs": ["The Ember Road"],
+            "supporting_entities": [],
+            "answer_in_supporting_entities": True,
+        },
+        {
+            "split": "test",
+            "id": "3",
+            "question": "Unanswerable?",
+            "answer": "",
+            "answer_aliases": [],
+            "question_entities": [],
+            "link_sources": [],
+            "supporting_facts": [],
+            "supporting_docs": [],
+            "supporting_entities": [],
+            "answer_in_supporting_entities": False,
+        },
+    ]
+    tables.questions = questions_table(rows)
+    out = tmp_path_factory.mktemp("retrieval") / "index"
+    write_snapshot(out, tables, {"counts": {}, "embedder": "packaged:all-MiniLM-L6-v2"})
+    return out
+
+
+def test_dense_retriever_and_entity_documents(small_index, embedder):
+    index = KGIndex(small_index)
+    dense = DenseRetriever(index, embedder)
+    (result,) = dense.retrieve([RetrievalQuery("Which drug treats Kellan fever?")], k=2)
+    assert result.documents[0].title == "Ostarizumab"
+    assert len(result.documents) == 2 and result.documents[0].score >= result.documents[1].score
+    indptr, docs = index.entity_documents
+    halvaria = index.entity_id("Halvaria")
+    assert docs[indptr[halvaria] : indptr[halvaria + 1]].tolist() == [0]
+
+
+def test_evaluate_retrieval_and_the_cli(small_index, embedder, capsys):
+    result = evaluate_retrieval(KGIndex(small_index), DenseRetriever(KGIndex(small_index), embedder))
+    assert result["n"] == 2 and result["skipped_no_gold"] == 1
+    assert result["recall@2"] == 1.0 and result["recall@5"] == 1.0
+    assert main(["eval", "retrieval", "--index", str(small_index), "--retriever", "dense", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert {"recall@2", "recall@5", "n"} <= set(printed)
+    assert main(["eval", "retrieval", "--index", str(small_index), "--split", "dev"]) == 2
+    assert "no 'dev' questions" in capsys.readouterr().err
+    assert main(["eval", "retrieval", "--index", str(small_index), "--retriever", "nonsense"]) == 2
+    assert "expected 'dense'" in capsys.readouterr().err
+
+
+def test_questions_table_round_trips_through_arrow():
+    table = questions_table([])
+    assert isinstance(table, pa.Table) and table.num_rows == 0
