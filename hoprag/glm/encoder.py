@@ -1,0 +1,68 @@
+"""A T5 encoder run as a graph transformer: the relative-position bias comes from the Levi graph.
+
+Stock T5 computes its bias from sequence positions in layer 0 and shares it with every layer. We
+compute it once per forward from the batch's bucket ids (:func:`hoprag.glm.levi.bucket_ids`),
+fold the attention mask into it, and pass it to every block; all pretrained weights stay as they
+are except layer 0's bias table, which gains the extra buckets (initialized from the pretrained
+bucket of the largest positive distance, as the reference GLM does).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from hoprag.glm.levi import num_extra_buckets
+
+FAR_POSITION = 10**6
+
+
+class GraphT5Encoder(nn.Module):
+    """Wraps a HF ``T5EncoderModel``; ``forward(input_ids, buckets, mask)`` → final token states."""
+
+    def __init__(self, backbone: Any, global_graph: bool = True, with_text: bool = True) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.global_graph = global_graph
+        self.with_text = with_text
+        cfg = backbone.config
+        self.num_buckets = cfg.relative_attention_num_buckets
+        self.max_distance = cfg.relative_attention_max_distance
+        attention = backbone.encoder.block[0].layer[0].SelfAttention
+        old = attention.relative_attention_bias
+        extra = num_extra_buckets(global_graph, with_text)
+        if old.num_embeddings == self.num_buckets + extra:
+            return  # already extended (e.g. loaded from a GLM checkpoint)
+        new = nn.Embedding(self.num_buckets + extra, old.embedding_dim)
+        with torch.no_grad():
+            new.weight[: self.num_buckets] = old.weight[: self.num_buckets]
+            far = attention._relative_position_bucket(
+                torch.tensor(FAR_POSITION),
+                bidirectional=True,
+                num_buckets=self.num_buckets,
+                max_distance=self.max_distance,
+            )
+            new.weight[self.num_buckets :] = old.weight[int(far)]
+        new.to(old.weight.device, old.weight.dtype)
+        attention.relative_attention_bias = new
+
+    @property
+    def d_model(self) -> int:
+        return int(self.backbone.config.d_model)
+
+    def attention_bias(self, buckets: torch.Tensor, mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """``(B, H, N, N)`` bias with the mask folded in (built once, shared by all layers)."""
+        table = self.backbone.encoder.block[0].layer[0].SelfAttention.relative_attention_bias
+        bias = table(buckets).permute(0, 3, 1, 2).to(dtype)
+        blocked = (~mask).unsqueeze(1).to(dtype) * torch.finfo(dtype).min
+        return bias + blocked
+
+    def forward(self, input_ids: torch.Tensor, buckets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        encoder = self.backbone.encoder
+        hidden = encoder.dropout(encoder.embed_tokens(input_ids))
+        bias = self.attention_bias(buckets, mask, hidden.dtype)
+        for block in encoder.block:
+            hidden = block(hidden, None, bias)[0]
+        return encoder.dropout(encoder.final_layer_norm(hidden))
