@@ -13,26 +13,7 @@ from hoprag.glm.levi import encode_levi_graph
 from hoprag.glm.losses import retrieval_loss
 from hoprag.glm.model import GLMRetrieverModel
 from hoprag.glm.sampler import SamplerConfig
-from hoprag.kg.index import KGIndex
-from hoprag.kg.store import write_snapshot
-from indexing.config import SynonymConfig
-from indexing.corpus import Document
-from indexing.graph import build_tables
-
-TRIPLES = [
-    [("Mira Castell", "born in", "Dornwick"), ("Mira Castell", "starred in", "The Ember Road")],
-    [("The Ember Road", "directed by", "Tavin Orlo")],
-    [("Dornwick", "city in", "Halvaria")],
-]
-
-
-@pytest.fixture(scope="module")
-def index(tmp_path_factory, embedder):
-    docs = [Document(f"doc{i}", " ".join(" ".join(t) for t in ts)) for i, ts in enumerate(TRIPLES)]
-    tables = build_tables(docs, TRIPLES, [[], [], []], embedder, SynonymConfig(enabled=False))
-    out = tmp_path_factory.mktemp("glm") / "index"
-    write_snapshot(out, tables, {"counts": {}})
-    return KGIndex(out)
+from tests.support.glm import ember_example
 
 
 @pytest.fixture(scope="module")
@@ -43,35 +24,25 @@ def parts():
     return GLMRetrieverModel(encoder, question_dim=384).eval(), load_tokenizer(cfg)
 
 
-def _example(index, tokenizer, embedder, seeds=("the ember road",), supporting=("mira castell", "dornwick")):
-    q = "Where was the star of The Ember Road born?"
-    return build_example(
-        index,
-        q,
-        seeds,
-        embedder.encode([q])[0],
-        tokenizer,
-        SamplerConfig(max_triplets=10),
-        supporting_entities=supporting,
-    )
-
-
-def test_example_contents(index, parts, embedder):
+def test_example_contents(glm_index, parts, embedder):
     _, tok = parts
-    ex = _example(index, tok, embedder)
-    names = [index.entity_names[e] for e in ex.entity_ids]
+    ex = ember_example(glm_index, tok, embedder)
+    names = [glm_index.entity_names[e] for e in ex.entity_ids]
     assert set(names) == {"the ember road", "mira castell", "tavin orlo", "dornwick"}  # 2 hops from the seed
     assert dict(zip(names, ex.labels.tolist(), strict=True))["mira castell"] == 1.0
     assert ex.positives_outside_subgraph == 0
-    far = _example(index, tok, embedder, supporting=("halvaria",))
+    far = ember_example(glm_index, tok, embedder, supporting=("halvaria",))
     assert far.positives_outside_subgraph == 1 and far.labels.sum() == 0
 
 
-def test_forward_loss_backward_and_differential_lrs(index, parts, embedder):
+def test_forward_loss_backward_and_differential_lrs(glm_index, parts, embedder):
     model, tok = parts
     model.train()
     batch = collate(
-        [_example(index, tok, embedder), _example(index, tok, embedder, seeds=("dornwick",))],
+        [
+            ember_example(glm_index, tok, embedder),
+            ember_example(glm_index, tok, embedder, seeds=("dornwick",)),
+        ],
         tok.pad_token_id,
         32,
         128,
@@ -94,14 +65,14 @@ def test_forward_loss_backward_and_differential_lrs(index, parts, embedder):
     model.eval()
 
 
-def test_logits_do_not_depend_on_concept_or_triple_order(index, parts, embedder):
+def test_logits_do_not_depend_on_concept_or_triple_order(glm_index, parts, embedder):
     model, tok = parts
-    ex = _example(index, tok, embedder)
-    names = [index.entity_names[e] for e in ex.entity_ids]
-    triples = [index.triple(t) for t in ex.subgraph.triple_ids]
+    ex = ember_example(glm_index, tok, embedder)
+    names = [glm_index.entity_names[e] for e in ex.entity_ids]
+    triples = [glm_index.triple(t) for t in ex.subgraph.triple_ids]
     q = "Where was the star of The Ember Road born?"
     shuffled = encode_levi_graph(list(reversed(triples)), q, tok, concepts=list(reversed(names)))
-    ex2 = _example(index, tok, embedder)
+    ex2 = ember_example(glm_index, tok, embedder)
     ex2.encoding = shuffled
     ex2.entity_ids = list(reversed(ex.entity_ids))
     ex2.labels = ex.labels[::-1].copy()
@@ -111,18 +82,18 @@ def test_logits_do_not_depend_on_concept_or_triple_order(index, parts, embedder)
     assert torch.allclose(a, b.flip(0), atol=1e-4)
 
 
-def test_tiny_budgets_and_unknown_seeds(index, parts, embedder):
+def test_tiny_budgets_and_unknown_seeds(glm_index, parts, embedder):
     _, tok = parts
     ex = build_example(
-        index,
+        glm_index,
         "What about Halvaria?",
         ["halvaria"],
         np.zeros(384, np.float32),
         tok,
         SamplerConfig(max_hops=1, max_triplets=1),
     )
-    assert [index.entity_names[e] for e in ex.entity_ids] == ["dornwick", "halvaria"]
+    assert [glm_index.entity_names[e] for e in ex.entity_ids] == ["dornwick", "halvaria"]
     nothing = build_example(
-        index, "Unknown?", ["no such entity"], np.zeros(384, np.float32), tok, SamplerConfig()
+        glm_index, "Unknown?", ["no such entity"], np.zeros(384, np.float32), tok, SamplerConfig()
     )
     assert nothing.entity_ids == [] and nothing.encoding.num_graph_tokens == 0

@@ -12,13 +12,9 @@ from evaluation.metrics import recall_at_k
 from evaluation.retrieval import evaluate_retrieval
 from hoprag.cli import main
 from hoprag.kg.index import KGIndex
-from hoprag.kg.store import write_snapshot
 from hoprag.retrieval.base import RetrievalQuery
 from hoprag.retrieval.dense import DenseRetriever
 from hoprag.retrieval.ranking import entity_document_csr, rank_documents_idf
-from indexing.config import SynonymConfig
-from indexing.corpus import Document
-from indexing.graph import build_tables
 from indexing.questions import questions_table
 
 
@@ -44,66 +40,6 @@ def test_recall_at_k():
     assert recall_at_k(["a", "b"], ["a", "b"], 5) == 1.0
     with pytest.raises(ValueError):
         recall_at_k(["a"], [], 2)
-
-
-@pytest.fixture(scope="module")
-def small_index(tmp_path_factory, embedder):
-    docs = [
-        Document("Dornwick", "Dornwick is a harbour city in Halvaria known for shipbuilding."),
-        Document("The Ember Road", "The Ember Road is a 1994 film directed by Tavin Orlo."),
-        Document("Ostarizumab", "Ostarizumab is a drug that treats Kellan fever."),
-    ]
-    triples = [
-        [("Dornwick", "city in", "Halvaria")],
-        [("The Ember Road", "directed by", "Tavin Orlo")],
-        [("Ostarizumab", "treats", "Kellan fever")],
-    ]
-    tables = build_tables(docs, triples, [[], [], []], embedder, SynonymConfig())
-    rows = [
-        {
-            "split": "test",
-            "id": "1",
-            "question": "Which drug treats Kellan fever?",
-            "answer": "Ostarizumab",
-            "answer_aliases": [],
-            "question_entities": ["kellan fever"],
-            "link_sources": ["dictionary"],
-            "supporting_facts": ["Ostarizumab"],
-            "supporting_docs": ["Ostarizumab"],
-            "supporting_entities": [],
-            "answer_in_supporting_entities": True,
-        },
-        {
-            "split": "test",
-            "id": "2",
-            "question": "Who directed The Ember Road?",
-            "answer": "Tavin Orlo",
-            "answer_aliases": [],
-            "question_entities": [],
-            "link_sources": [],
-            "supporting_facts": ["The Ember Road"],
-            "supporting_docs": ["The Ember Road"],
-            "supporting_entities": [],
-            "answer_in_supporting_entities": True,
-        },
-        {
-            "split": "test",
-            "id": "3",
-            "question": "Unanswerable?",
-            "answer": "",
-            "answer_aliases": [],
-            "question_entities": [],
-            "link_sources": [],
-            "supporting_facts": [],
-            "supporting_docs": [],
-            "supporting_entities": [],
-            "answer_in_supporting_entities": False,
-        },
-    ]
-    tables.questions = questions_table(rows)
-    out = tmp_path_factory.mktemp("retrieval") / "index"
-    write_snapshot(out, tables, {"counts": {}, "embedder": "packaged:all-MiniLM-L6-v2"})
-    return out
 
 
 def test_dense_retriever_and_entity_documents(small_index, embedder):

@@ -1,0 +1,218 @@
+"""The GLM retriever as a :class:`~hoprag.retrieval.base.Retriever`, and its self-contained directory.
+
+A retriever directory holds everything needed to serve it without network access::
+
+    retriever.json       format version, backbone config (T5 config dict), GLM variant, sampler,
+                         ranker and question-embedder settings
+    model.safetensors    weights of the whole GLM retriever network
+    tokenizer/           the backbone tokenizer
+
+Loading rebuilds the T5 encoder from the stored config (no download, even for t5-large) and
+checks that the weights match it exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel, Field
+
+from hoprag.embedding import Embedder, EmbedderConfig
+from hoprag.glm.data import build_example, collate
+from hoprag.glm.encoder import GraphT5Encoder
+from hoprag.glm.model import GLMRetrieverModel
+from hoprag.glm.sampler import SamplerConfig
+from hoprag.kg.index import KGIndex
+from hoprag.retrieval.base import RankedDocument, RetrievalQuery, RetrievalResult, Retriever
+from hoprag.retrieval.ranking import rank_documents_idf
+
+FORMAT_VERSION = 1
+RETRIEVER_CONFIG = "retriever.json"
+WEIGHTS = "model.safetensors"
+TOKENIZER_DIR = "tokenizer"
+
+
+class RetrieverLoadError(ValueError):
+    """A retriever directory that is missing, from another format version, or corrupted."""
+
+
+class GLMSettings(BaseModel):
+    """Everything about a GLM retriever besides its weights."""
+
+    global_graph: bool = Field(default=True, description="Global GLM (far bucket) instead of local (masked).")
+    with_text: bool = Field(default=True, description="Question tokens fully connected to the graph.")
+    sampler: SamplerConfig = Field(default_factory=SamplerConfig)
+    question_embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    question_dim: int = Field(default=384, ge=1)
+    top_entities: int = Field(default=20, ge=1, description="Entities that vote for documents (IDF ranker).")
+    batch_size: int = Field(default=4, ge=1, description="Questions per forward at inference.")
+
+
+def save_retriever(out_dir: Path, model: GLMRetrieverModel, tokenizer: Any, settings: GLMSettings) -> Path:
+    """Write a retriever directory atomically (temp dir + rename)."""
+    from safetensors.torch import save_file
+
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".retriever-", dir=out_dir.parent))
+    try:
+        state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+        # T5 ties lm-free encoders' embed_tokens to shared: store each tensor once.
+        state.pop("encoder.backbone.encoder.embed_tokens.weight", None)
+        save_file(state, str(tmp / WEIGHTS), metadata={"format": "pt"})
+        tokenizer.save_pretrained(str(tmp / TOKENIZER_DIR))
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "kind": "glm",
+            "t5_config": model.encoder.backbone.config.to_dict(),
+            "settings": settings.model_dump(mode="json"),
+        }
+        (tmp / RETRIEVER_CONFIG).write_text(json.dumps(meta, indent=2, sort_keys=True))
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out_dir
+
+
+def resolve_retriever_dir(path: str | Path) -> Path:
+    """``RUN_DIR`` or ``RUN_DIR/retriever`` → the directory holding ``retriever.json``."""
+    p = Path(path)
+    for candidate in (p, p / "retriever"):
+        if (candidate / RETRIEVER_CONFIG).is_file():
+            return candidate
+    raise RetrieverLoadError(
+        f"{p} is not a retriever directory (no {RETRIEVER_CONFIG} in it or in {p / 'retriever'})"
+    )
+
+
+def load_retriever_model(path: str | Path) -> tuple[GLMRetrieverModel, Any, GLMSettings]:
+    """The network (eval mode), tokenizer and settings stored in a retriever directory."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+    from transformers import AutoTokenizer, T5Config, T5EncoderModel
+
+    directory = resolve_retriever_dir(path)
+    try:
+        meta = json.loads((directory / RETRIEVER_CONFIG).read_text())
+    except json.JSONDecodeError as exc:
+        raise RetrieverLoadError(f"{directory / RETRIEVER_CONFIG} is not valid JSON: {exc}") from exc
+    if meta.get("format_version") != FORMAT_VERSION or meta.get("kind") != "glm":
+        raise RetrieverLoadError(
+            f"{directory}: retriever format {meta.get('kind')}/{meta.get('format_version')}, "
+            f"this hoprag reads glm/{FORMAT_VERSION}"
+        )
+    settings = GLMSettings.model_validate(meta["settings"])
+    backbone = T5EncoderModel(T5Config.from_dict(meta["t5_config"]))
+    model = GLMRetrieverModel(
+        GraphT5Encoder(backbone, settings.global_graph, settings.with_text), settings.question_dim
+    )
+    try:
+        state = load_file(str(directory / WEIGHTS))
+    except (SafetensorError, OSError) as exc:
+        raise RetrieverLoadError(
+            f"{directory / WEIGHTS} cannot be read ({exc}); re-export the retriever"
+        ) from exc
+    state.setdefault(
+        "encoder.backbone.encoder.embed_tokens.weight", state.get("encoder.backbone.shared.weight")
+    )
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise RetrieverLoadError(
+            f"{directory / WEIGHTS} does not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
+    tokenizer = AutoTokenizer.from_pretrained(str(directory / TOKENIZER_DIR))
+    return model.eval(), tokenizer, settings
+
+
+class GLMRetriever:
+    """Scores the entities of each question's subgraph, then ranks documents (IDF over the top 20).
+
+    Questions without a linked seed entity cannot be encoded; they are answered by ``fallback``
+    (the dense baseline) and the result says so in ``notes``.
+    """
+
+    def __init__(
+        self,
+        index: KGIndex,
+        model: GLMRetrieverModel,
+        tokenizer: Any,
+        settings: GLMSettings,
+        question_embedder: Embedder,
+        fallback: Retriever | None = None,
+        name: str = "glm",
+    ) -> None:
+        self.index = index
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.settings = settings
+        self.question_embedder = question_embedder
+        self.fallback = fallback
+        self._name = name
+        cfg = model.encoder.backbone.config
+        self._buckets = (cfg.relative_attention_num_buckets, cfg.relative_attention_max_distance)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def score(self, queries: Sequence[RetrievalQuery]) -> list[list[tuple[int, float]]]:
+        """``(entity_id, logit)`` for every entity in each query's subgraph (empty without seeds)."""
+        vectors = self.question_embedder.encode([q.question for q in queries])
+        out: list[list[tuple[int, float]]] = []
+        step = self.settings.batch_size
+        device = next(self.model.parameters()).device
+        for start in range(0, len(queries), step):
+            examples = [
+                build_example(
+                    self.index, q.question, q.question_entities, v, self.tokenizer, self.settings.sampler
+                )
+                for q, v in zip(queries[start : start + step], vectors[start : start + step], strict=True)
+            ]
+            batch = collate(examples, self.tokenizer.pad_token_id, *self._buckets, self.settings.global_graph)
+            with torch.no_grad():
+                logits = self.model(batch.to(device)).float().cpu().numpy()
+            for row, ex in zip(logits, examples, strict=True):
+                out.append(list(zip(ex.entity_ids, row[: len(ex.entity_ids)].tolist(), strict=True)))
+        return out
+
+    def retrieve(self, queries: Sequence[RetrievalQuery], k: int) -> list[RetrievalResult]:
+        results: list[RetrievalResult | None] = [None] * len(queries)
+        seeded = [
+            i
+            for i, q in enumerate(queries)
+            if any(self.index.entity_id(e) is not None for e in q.question_entities)
+        ]
+        unseeded = [i for i in range(len(queries)) if i not in set(seeded)]
+        indptr, entity_docs = self.index.entity_documents
+        titles = self.index.documents.column("title").to_pylist()
+        for i, scored in zip(seeded, self.score([queries[i] for i in seeded]), strict=True):
+            ranked = rank_documents_idf(
+                [e for e, _ in scored],
+                [s for _, s in scored],
+                indptr,
+                entity_docs,
+                k,
+                self.settings.top_entities,
+            )
+            top = sorted(scored, key=lambda x: -x[1])
+            results[i] = RetrievalResult(
+                documents=[RankedDocument(d, titles[d], s) for d, s in ranked],
+                entities=[(self.index.entity_names[e], s) for e, s in top],
+            )
+        if unseeded:
+            note = "no linked seed entity: " + ("dense fallback" if self.fallback else "no documents")
+            fallback = self.fallback.retrieve([queries[i] for i in unseeded], k) if self.fallback else None
+            for j, i in enumerate(unseeded):
+                res = fallback[j] if fallback else RetrievalResult(documents=[])
+                res.notes.append(note)
+                results[i] = res
+        return [r if r is not None else RetrievalResult(documents=[]) for r in results]

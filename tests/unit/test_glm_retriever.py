@@ -1,0 +1,94 @@
+"""Exported GLM retriever directories and the GLM retriever behind the Retriever protocol."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from hoprag.cli import main
+from hoprag.glm.backbone import BackboneConfig, build_backbone, load_tokenizer
+from hoprag.glm.data import collate
+from hoprag.glm.encoder import GraphT5Encoder
+from hoprag.glm.model import GLMRetrieverModel
+from hoprag.glm.retriever import (
+    GLMRetriever,
+    GLMSettings,
+    RetrieverLoadError,
+    load_retriever_model,
+    save_retriever,
+)
+from hoprag.kg.index import KGIndex
+from hoprag.retrieval.base import RetrievalQuery
+from hoprag.retrieval.dense import DenseRetriever
+from tests.support.glm import ember_example
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    cfg = BackboneConfig(num_layers=2)
+    torch.manual_seed(0)
+    model = GLMRetrieverModel(GraphT5Encoder(build_backbone(cfg)), question_dim=384).eval()
+    tok = load_tokenizer(cfg)
+    run = tmp_path_factory.mktemp("run")
+    save_retriever(run / "retriever", model, tok, GLMSettings())
+    return run, model, tok
+
+
+def test_round_trip_gives_identical_logits(exported, glm_index, embedder):
+    run, model, tok = exported
+    loaded, tok2, settings = load_retriever_model(run)  # RUN_DIR works as well as RUN_DIR/retriever
+    assert settings == GLMSettings()
+    batch = collate([ember_example(glm_index, tok, embedder)], tok.pad_token_id, 32, 128)
+    with torch.no_grad():
+        assert torch.equal(model(batch), loaded(batch))
+    assert tok2("Mira Castell")["input_ids"] == tok("Mira Castell")["input_ids"]
+
+
+def test_bad_retriever_directories(exported, tmp_path):
+    run, _, _ = exported
+    with pytest.raises(RetrieverLoadError, match="not a retriever directory"):
+        load_retriever_model(tmp_path)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in (run / "retriever").iterdir():
+        if f.is_file():
+            (bad / f.name).write_bytes(f.read_bytes())
+    (bad / "tokenizer").symlink_to(run / "retriever" / "tokenizer")
+    (bad / "model.safetensors").write_bytes(b"not safetensors")
+    with pytest.raises(RetrieverLoadError, match="cannot be read"):
+        load_retriever_model(bad)
+    meta = json.loads((bad / "retriever.json").read_text())
+    meta["format_version"] = 99
+    (bad / "retriever.json").write_text(json.dumps(meta))
+    with pytest.raises(RetrieverLoadError, match="format"):
+        load_retriever_model(bad)
+
+
+def test_retrieve_ranks_documents_and_falls_back_without_seeds(exported, small_index, embedder):
+    run, _, _ = exported
+    model, tok, settings = load_retriever_model(run)
+    ix = KGIndex(small_index)
+    glm = GLMRetriever(ix, model, tok, settings, embedder, fallback=DenseRetriever(ix, embedder))
+    seeded, unseeded = glm.retrieve(
+        [
+            RetrievalQuery("Which drug treats Kellan fever?", ("kellan fever",)),
+            RetrievalQuery("Who directed it?"),
+        ],
+        k=2,
+    )
+    assert (
+        seeded.documents and seeded.documents[0].title == "Ostarizumab"
+    )  # the only document with that entity
+    assert {name for name, _ in seeded.entities} == {"kellan fever", "ostarizumab"}
+    assert not seeded.notes
+    assert unseeded.notes == ["no linked seed entity: dense fallback"] and len(unseeded.documents) == 2
+
+
+def test_eval_cli_accepts_run_dirs(exported, small_index, capsys):
+    run, _, _ = exported
+    assert main(["eval", "retrieval", "--index", str(small_index), "--retriever", str(run), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["n"] == 2 and result["retriever"].startswith("glm:")
+    assert result["fallbacks"] == 1  # the second question has no linked entity
