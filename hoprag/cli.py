@@ -78,6 +78,18 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument("--fresh", action="store_true", help="discard a previous demo index (and its cache) first")
     _add_config_args(d)
 
+    t = sub.add_parser(
+        "train", help="train the GLM retriever with Ray Train + DeepSpeed; exports RUN_DIR/retriever"
+    )
+    t.add_argument("--index", type=Path, required=True, help="index directory with processed questions")
+    t.add_argument(
+        "--out", type=Path, required=True, help="run directory (re-running the same command resumes)"
+    )
+    t.add_argument("--max-steps", type=int, default=None, help="stop after N optimizer steps (quick runs)")
+    t.add_argument("--workers", type=int, default=None, help="Ray Train workers (overrides run.num_workers)")
+    t.add_argument("--ray-address", default=None, help="existing Ray cluster (default: start a local one)")
+    _add_config_args(t)
+
     ev = sub.add_parser("eval", help="evaluation (retrieval recall for now)")
     evsub = ev.add_subparsers(dest="eval", required=True)
     er = evsub.add_parser("retrieval", help="document recall@2/@5 of a retriever on an index's questions")
@@ -128,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from hoprag.demo import run_demo
 
             return run_demo(args.workdir, fresh=args.fresh, config_path=args.config, overrides=args.overrides)
+        if args.command == "train":
+            return _cmd_train(args)
         if args.command == "eval" and args.eval == "retrieval":
             return _cmd_eval_retrieval(args)
         if args.command == "bench" and args.bench == "index":
@@ -187,6 +201,30 @@ def _cmd_index_stats(args: argparse.Namespace) -> int:
     except KGIndexError as exc:
         raise _UserError(str(exc)) from exc
     print(json.dumps(stats) if args.json else render_stats(stats))
+    return 0
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from hoprag.config import load_config
+    from hoprag.kg.index import KGIndex
+    from hoprag.kg.store import KGIndexError
+    from hoprag.ray_runtime import RayConfig
+    from training.config import TrainConfig
+    from training.trainer import run_training
+
+    overrides = list(args.overrides)
+    if args.max_steps is not None:
+        overrides.append(f"max_steps={args.max_steps}")
+    if args.workers is not None:
+        overrides.append(f"run.num_workers={args.workers}")
+    config = load_config(TrainConfig, args.config, overrides)
+    try:
+        KGIndex(args.index)
+    except KGIndexError as exc:
+        raise _UserError(str(exc)) from exc
+    metrics = run_training(args.index, args.out, config, RayConfig(address=args.ray_address))
+    print(json.dumps({k: v for k, v in metrics.items() if isinstance(v, int | float | str)}))
+    print(f"retriever exported to {args.out / 'retriever'}")
     return 0
 
 

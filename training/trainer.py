@@ -1,0 +1,59 @@
+"""``hoprag train``: a Ray Train ``TorchTrainer`` around :func:`training.loop.train_loop_per_worker`.
+
+Fault tolerance: ``FailureConfig(max_failures)`` restarts the worker group from the latest
+checkpoint after a worker or node dies; re-running the same command (same ``--out``) resumes the
+same run from its latest checkpoint, because the run name and storage path are derived from it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hoprag.config import dump_config
+from hoprag.ray_runtime import RayConfig, init_ray
+from training.config import TrainConfig
+from training.loop import train_loop_per_worker, worker_env
+
+RUN_NAME = "glm"
+
+
+def run_training(
+    index_dir: Path, out: Path, config: TrainConfig, ray_config: RayConfig | None = None
+) -> dict[str, Any]:
+    """Train, checkpoint and export ``out/retriever``; returns the final metrics."""
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchConfig, TorchTrainer
+
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "train_config.yaml").write_text(dump_config(config))
+    init_ray(ray_config)
+    storage = config.run.storage_path or str(out / "ray")
+    env = worker_env(config.run.use_gpu)
+    trainer = TorchTrainer(
+        train_loop_per_worker,
+        train_loop_config={
+            "config": config.model_dump(mode="json"),
+            "index": str(Path(index_dir).resolve()),
+            "out": str(out),
+        },
+        torch_config=TorchConfig(backend="nccl" if config.run.use_gpu else "gloo"),
+        scaling_config=ScalingConfig(
+            num_workers=config.run.num_workers,
+            use_gpu=config.run.use_gpu,
+            resources_per_worker={"CPU": config.run.cpus_per_worker},
+        ),
+        run_config=RunConfig(
+            name=RUN_NAME,
+            storage_path=storage,
+            failure_config=FailureConfig(max_failures=config.run.max_failures),
+            checkpoint_config=CheckpointConfig(num_to_keep=config.run.keep_checkpoints),
+            worker_runtime_env={"env_vars": env},
+        ),
+    )
+    result = trainer.fit()
+    metrics = dict(result.metrics or {})
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
+    return metrics
