@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import signal
+import threading
+import time
 
+import psutil
 import pytest
 
 from evaluation.retrieval import evaluate_retrieval
@@ -54,3 +58,34 @@ def test_train_resume_export_and_evaluate(tmp_path, train_index, ray_cluster):
     result = evaluate_retrieval(index, load_retriever(str(run), index))
     assert result["n"] > 0 and 0.0 <= result["recall@5"] <= 1.0
     assert result["recall@5"] >= result["recall@2"]
+
+
+def _kill_a_worker_after_first_checkpoint(run_dir, killed: list[int], stop: threading.Event) -> None:
+    """Wait for the first checkpoint, then SIGKILL one Ray Train worker process."""
+    while not stop.is_set():
+        if list((run_dir / "ray" / "glm").glob("checkpoint_*/trainer_state.json")):
+            for proc in psutil.process_iter(["pid", "cmdline"]):
+                cmdline = " ".join(proc.info["cmdline"] or [])
+                if "RayTrainWorker" in cmdline:
+                    proc.send_signal(signal.SIGKILL)
+                    killed.append(proc.info["pid"])
+                    return
+        time.sleep(0.05)
+
+
+def test_a_killed_worker_is_replaced_and_training_finishes(tmp_path, train_index, ray_cluster):
+    run = tmp_path / "run"
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(
+        target=_kill_a_worker_after_first_checkpoint, args=(run, killed, stop), daemon=True
+    )
+    killer.start()
+    try:
+        metrics = run_training(train_index, run, _config(16), RayConfig(address=ray_cluster))
+    finally:
+        stop.set()
+        killer.join(timeout=5)
+    assert killed, "no worker was killed: the run ended before its first checkpoint"
+    assert metrics["step"] == 16
+    assert (run / "retriever" / "retriever.json").is_file()
