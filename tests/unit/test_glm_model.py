@@ -97,3 +97,14 @@ def test_tiny_budgets_and_unknown_seeds(glm_index, parts, embedder):
         glm_index, "Unknown?", ["no such entity"], np.zeros(384, np.float32), tok, SamplerConfig()
     )
     assert nothing.entity_ids == [] and nothing.encoding.num_graph_tokens == 0
+
+
+def test_an_empty_subgraph_in_a_batch_is_harmless(glm_index, parts, embedder):
+    model, tok = parts
+    empty = build_example(glm_index, "Unknown?", [], np.zeros(384, np.float32), tok, SamplerConfig())
+    batch = collate([ember_example(glm_index, tok, embedder), empty], tok.pad_token_id, 32, 128)
+    with torch.no_grad():
+        logits = model(batch)
+    assert torch.isfinite(logits).all()
+    assert not batch.entity_mask[1].any()
+    assert torch.isfinite(retrieval_loss(logits, batch.labels, batch.entity_mask))

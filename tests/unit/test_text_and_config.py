@@ -85,3 +85,19 @@ def test_degenerate_list_outputs_are_detected():
         "(Born in 1922 | in 1922 | in 1922 | in 1922 | in 1922 | in 1922 | in 1922 |"
     )
     assert is_degenerate_list_output("(" + "x" * 300)
+
+
+def test_shipped_training_recipes_validate_and_show_their_command():
+    from pathlib import Path
+
+    from training.config import TrainConfig
+
+    recipes = sorted((Path(__file__).parents[2] / "training" / "configs").glob("*.yaml"))
+    assert len(recipes) >= 2
+    for path in recipes:
+        assert path.read_text().splitlines()[0].startswith("# hoprag train ")
+        cfg = load_config(TrainConfig, path)
+        if "gpu" in path.name:
+            assert (
+                cfg.run.use_gpu and cfg.deepspeed.precision == "bf16" and cfg.glm.sampler.max_triplets == 600
+            )
