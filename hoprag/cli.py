@@ -76,6 +76,7 @@ def _build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="run the pipeline on the packaged sample corpus with embedded models")
     d.add_argument("--workdir", type=Path, default=Path("runs/demo"), help="where the demo writes its index")
     d.add_argument("--fresh", action="store_true", help="discard a previous demo index (and its cache) first")
+    d.add_argument("--train-steps", type=int, default=150, help="GLM training steps (0 skips training)")
     _add_config_args(d)
 
     t = sub.add_parser(
@@ -139,7 +140,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from hoprag.demo import run_demo
 
-            return run_demo(args.workdir, fresh=args.fresh, config_path=args.config, overrides=args.overrides)
+            return run_demo(
+                args.workdir,
+                fresh=args.fresh,
+                config_path=args.config,
+                overrides=args.overrides,
+                train_steps=args.train_steps,
+            )
         if args.command == "train":
             return _cmd_train(args)
         if args.command == "eval" and args.eval == "retrieval":

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, Field
@@ -52,6 +52,11 @@ class GLMSettings(BaseModel):
     question_embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     question_dim: int = Field(default=384, ge=1)
     top_entities: int = Field(default=20, ge=1, description="Entities that vote for documents (IDF ranker).")
+    doc_ranker: Literal["idf", "score_idf"] = Field(
+        default="idf",
+        description="idf: GFM-RAG's ranker (top entities vote 1/df); score_idf: votes weighted by the entity's "
+        "probability (better when subgraphs have fewer entities than top_entities).",
+    )
     batch_size: int = Field(default=4, ge=1, description="Questions per forward at inference.")
 
 

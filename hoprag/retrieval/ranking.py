@@ -34,8 +34,15 @@ def rank_documents_idf(
     entity_docs: np.ndarray,
     k: int,
     top_entities: int = 20,
+    weight_by_score: bool = False,
 ) -> list[tuple[int, float]]:
-    """The ``k`` best ``(doc_id, score)`` from scored entities (any order in; best first out)."""
+    """The ``k`` best ``(doc_id, score)`` from scored entities (any order in; best first out).
+
+    ``weight_by_score`` multiplies each vote by the entity's probability (sigmoid of its logit).
+    GFM-RAG uses the scores only to pick the top entities; when a subgraph has fewer entities than
+    ``top_entities`` (sparse KGs, small budgets) every entity then votes equally and the ranking
+    ignores the model, which the weighting avoids.
+    """
     if not len(entity_ids):
         return []
     ids = np.asarray(entity_ids, dtype=np.int64)
@@ -49,6 +56,8 @@ def rank_documents_idf(
         if len(docs) == 0:
             continue
         weight = 1.0 / len(docs)
+        if weight_by_score:
+            weight /= 1.0 + float(np.exp(-scores[i]))
         for d in docs.tolist():
             doc_score[d] = doc_score.get(d, 0.0) + weight
             doc_tiebreak[d] = doc_tiebreak.get(d, 0.0) + float(scores[i])

@@ -69,3 +69,13 @@ def test_evaluate_retrieval_and_the_cli(small_index, embedder, capsys):
 def test_questions_table_round_trips_through_arrow():
     table = questions_table([])
     assert isinstance(table, pa.Table) and table.num_rows == 0
+
+
+def test_score_weighted_votes_use_the_model_when_all_entities_vote():
+    docs = np.array([0, 1])
+    ents = np.array([0, 1])
+    indptr, entity_docs = entity_document_csr(docs, ents, 2)
+    plain = rank_documents_idf([0, 1], [-3.0, 3.0], indptr, entity_docs, k=2)
+    weighted = rank_documents_idf([0, 1], [-3.0, 3.0], indptr, entity_docs, k=2, weight_by_score=True)
+    assert [d for d, _ in plain] == [1, 0] and plain[0][1] == plain[1][1]  # tie, broken by score sum
+    assert [d for d, _ in weighted] == [1, 0] and weighted[0][1] > 0.9 > 0.1 > weighted[1][1]
