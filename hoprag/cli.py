@@ -110,6 +110,18 @@ def _build_parser() -> argparse.ArgumentParser:
     bi.add_argument("--json", action="store_true")
     bi.add_argument("--workdir", type=Path, default=Path("runs/bench-index"))
     _add_config_args(bi)
+    bt = bsub.add_parser(
+        "train", help="GLM training throughput (1 vs 2 workers), retrieval latency, sampler scaling"
+    )
+    bt.add_argument(
+        "--index", type=Path, default=Path("runs/demo/index"), help="index with processed questions"
+    )
+    bt.add_argument(
+        "--steps", type=int, default=20, help="training steps per worker count (0 skips training)"
+    )
+    bt.add_argument("--questions", type=int, default=20, help="questions for the latency measurement")
+    bt.add_argument("--workdir", type=Path, default=Path("runs/bench-train"))
+    bt.add_argument("--json", action="store_true", help="one line of JSON")
     return parser
 
 
@@ -151,6 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_train(args)
         if args.command == "eval" and args.eval == "retrieval":
             return _cmd_eval_retrieval(args)
+        if args.command == "bench" and args.bench == "train":
+            from training.bench import run_train_benchmark
+
+            return run_train_benchmark(args)
         if args.command == "bench" and args.bench == "index":
             from indexing.bench import run_index_benchmark
 

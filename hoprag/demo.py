@@ -83,7 +83,7 @@ def _train_and_compare(index_dir: Path, run_dir: Path, steps: int) -> None:
 
     config = TrainConfig.model_validate(
         {
-            "glm": {"sampler": {"max_triplets": 100}},
+            "glm": {"sampler": {"max_triplets": 100}, "doc_ranker": "score_idf"},
             "max_steps": steps,
             "epochs": 50,
             "run": {"checkpoint_every": 50},

@@ -207,6 +207,7 @@ class GLMRetriever:
                 entity_docs,
                 k,
                 self.settings.top_entities,
+                weight_by_score=self.settings.doc_ranker == "score_idf",
             )
             top = sorted(scored, key=lambda x: -x[1])
             results[i] = RetrievalResult(

@@ -92,3 +92,15 @@ def test_eval_cli_accepts_run_dirs(exported, small_index, capsys):
     result = json.loads(capsys.readouterr().out)
     assert result["n"] == 2 and result["retriever"].startswith("glm:")
     assert result["fallbacks"] == 1  # the second question has no linked entity
+
+
+def test_the_configured_document_ranker_is_used(exported, small_index, embedder):
+    run, _, _ = exported
+    model, tok, settings = load_retriever_model(run)
+    ix = KGIndex(small_index)
+    query = [RetrievalQuery("Which drug treats Kellan fever?", ("kellan fever",))]
+    plain = GLMRetriever(ix, model, tok, settings, embedder).retrieve(query, k=1)[0]
+    weighted_settings = settings.model_copy(update={"doc_ranker": "score_idf"})
+    weighted = GLMRetriever(ix, model, tok, weighted_settings, embedder).retrieve(query, k=1)[0]
+    assert plain.documents[0].score == 2.0  # two entities, each only in this document
+    assert 0.0 < weighted.documents[0].score < 2.0
