@@ -97,6 +97,12 @@ def _build_parser() -> argparse.ArgumentParser:
     er.add_argument("--index", type=Path, required=True, help="index directory (with processed questions)")
     er.add_argument("--retriever", default="dense", help="'dense' or a retriever / training run directory")
     er.add_argument("--split", default="test", help="question split (train or test)")
+    er.add_argument(
+        "--by",
+        default=None,
+        metavar="FIELD",
+        help="also report per value of a question field (domain, type, hops)",
+    )
     er.add_argument("--json", action="store_true", help="print one JSON object")
 
     b = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md by hand)")
@@ -259,7 +265,9 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
     try:
         index = KGIndex(args.index)
-        result = evaluate_retrieval(index, load_retriever(args.retriever, index), split=args.split)
+        result = evaluate_retrieval(
+            index, load_retriever(args.retriever, index), split=args.split, group_by=args.by
+        )
     except (KGIndexError, RetrieverSpecError, ValueError) as exc:
         raise _UserError(str(exc)) from exc
     if args.json:

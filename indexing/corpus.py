@@ -15,6 +15,7 @@ from typing import Any
 from hoprag.text import clean_document_text, content_hash
 
 SPLITS = ("train", "test")
+_QUESTION_FIELDS = frozenset({"id", "question", "answer", "answer_aliases", "supporting_facts"})
 
 
 class CorpusError(ValueError):
@@ -175,6 +176,12 @@ def read_questions(path: Path, problems: Counter[str] | None = None) -> list[dic
                 "answer": str(row.get("answer", "")),
                 "answer_aliases": [str(a) for a in row.get("answer_aliases") or []],
                 "supporting_facts": list(dict.fromkeys(str(t) for t in titles if t)),
+                # Scalar extras (type, hops, domain, ...) are kept so evaluation can group by them.
+                "metadata": {
+                    k: v
+                    for k, v in row.items()
+                    if k not in _QUESTION_FIELDS and isinstance(v, str | int | float | bool)
+                },
             }
         )
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -233,6 +234,7 @@ def _previous_questions(previous: KGIndex) -> dict[str, list[dict[str, Any]]]:
                 "answer": row["answer"],
                 "answer_aliases": row["answer_aliases"],
                 "supporting_facts": row.get("supporting_facts") or row["supporting_docs"],
+                "metadata": json.loads(row.get("metadata") or "{}"),
             }
         )
     return out
@@ -364,6 +366,7 @@ def build_index(
         for row, q in zip(rows, all_questions, strict=True):
             row["split"] = q["split"]
             row["supporting_facts"] = q.get("supporting_facts", [])
+            row["metadata"] = q.get("metadata", {})
         tables.questions = questions_table(rows)
         _record_linking(summary, link_stats)
 

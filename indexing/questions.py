@@ -10,6 +10,7 @@ Mentions come from three sources, combined (see ARCHITECTURE.md §Indexing 7):
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -139,6 +140,7 @@ def questions_table(rows: list[dict[str, Any]]) -> pa.Table:
         "supporting_docs",
         "supporting_entities",
         "answer_in_supporting_entities",
+        "metadata",
     ]
     schema = pa.schema(
         [
@@ -153,6 +155,10 @@ def questions_table(rows: list[dict[str, Any]]) -> pa.Table:
             ("supporting_docs", pa.list_(pa.string())),
             ("supporting_entities", pa.list_(pa.string())),
             ("answer_in_supporting_entities", pa.bool_()),
+            ("metadata", pa.string()),
         ]
     )
-    return pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows], schema=schema)
+    records = [{c: r.get(c) for c in cols} for r in rows]
+    for rec in records:
+        rec["metadata"] = json.dumps(rec["metadata"] or {}, sort_keys=True)
+    return pa.Table.from_pylist(records, schema=schema)

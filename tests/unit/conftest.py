@@ -54,6 +54,7 @@ def small_index(tmp_path_factory, embedder):
             "supporting_docs": ["Ostarizumab"],
             "supporting_entities": [],
             "answer_in_supporting_entities": True,
+            "metadata": {"domain": "x"},
         },
         {
             "split": "test",

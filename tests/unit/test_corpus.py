@@ -64,14 +64,28 @@ def test_hotpot_style_supporting_facts_become_titles(tmp_path):
     (raw / "test.json").write_text(
         json.dumps(
             [
-                {"id": 1, "question": "Q?", "answer": "a", "supporting_facts": [["X", 0], ["X", 1]]},
+                {
+                    "id": 1,
+                    "question": "Q?",
+                    "answer": "a",
+                    "supporting_facts": [["X", 0], ["X", 1]],
+                    "level": "hard",
+                    "evidences": [["a", "b", "c"]],
+                },
                 {"id": 2, "question": ""},
             ]
         )
     )
     corpus = read_corpus(tmp_path / "bench")
     assert corpus.questions["test"] == [
-        {"id": "1", "question": "Q?", "answer": "a", "answer_aliases": [], "supporting_facts": ["X"]}
+        {
+            "id": "1",
+            "question": "Q?",
+            "answer": "a",
+            "answer_aliases": [],
+            "supporting_facts": ["X"],
+            "metadata": {"level": "hard"},
+        }
     ]
     assert corpus.problems["bad_question"] == 1
 

@@ -79,3 +79,13 @@ def test_score_weighted_votes_use_the_model_when_all_entities_vote():
     weighted = rank_documents_idf([0, 1], [-3.0, 3.0], indptr, entity_docs, k=2, weight_by_score=True)
     assert [d for d, _ in plain] == [1, 0] and plain[0][1] == plain[1][1]  # tie, broken by score sum
     assert [d for d, _ in weighted] == [1, 0] and weighted[0][1] > 0.9 > 0.1 > weighted[1][1]
+
+
+def test_grouped_recall_by_question_metadata(small_index, embedder):
+    result = evaluate_retrieval(
+        KGIndex(small_index), DenseRetriever(KGIndex(small_index), embedder), group_by="domain"
+    )
+    assert result["groups"] == {
+        "None": {"recall@2": 1.0, "recall@5": 1.0, "n": 1},
+        "x": {"recall@2": 1.0, "recall@5": 1.0, "n": 1},
+    }
