@@ -16,16 +16,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import shutil
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import psutil
+
+from hoprag.machine import machine_description
 
 
 class PeakRSS:
@@ -120,7 +122,7 @@ def measure_extraction(args: argparse.Namespace, config: Any) -> dict[str, Any]:
         "sequential_seconds": round(sequential_s, 1),
         "sequential_docs_per_min": round(seq_dpm, 1),
         "speedup": round(ray_dpm / seq_dpm, 2),
-        "pipeline_statuses": _count(r.status for r in records),
+        "pipeline_statuses": dict(Counter(r.status for r in records)),
         "peak_rss_mb": round(rss.peak_mb),
         "triples": summary.triples,
         "index_bytes": snapshot_bytes,
@@ -129,13 +131,6 @@ def measure_extraction(args: argparse.Namespace, config: Any) -> dict[str, Any]:
         "concurrency": config.extraction.concurrency,
         "llm": model_id,
     }
-
-
-def _count(items: Any) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for x in items:
-        out[x] = out.get(x, 0) + 1
-    return out
 
 
 def measure_graph_build(num_triples: int, config: Any) -> dict[str, Any]:
@@ -226,8 +221,7 @@ def run_index_benchmark(args: argparse.Namespace) -> int:
 
     config = load_config(IndexConfig, args.config, args.overrides)
     result: dict[str, Any] = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-        f"{round(psutil.virtual_memory().total / 2**30)} GiB, Python {platform.python_version()}",
+        "machine": machine_description(),
         "extraction": measure_extraction(args, config),
         "graph": measure_graph_build(args.graph_triples, config) if args.graph_triples else None,
     }

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from hoprag.machine import machine_description
 
 
 def measure_training(index_dir: Path, workdir: Path, steps: int) -> dict[str, Any]:
@@ -141,7 +141,6 @@ def measure_sampling_scaling(calls: int = 300) -> dict[str, Any]:
 
 def run_train_benchmark(args: argparse.Namespace) -> int:
     """Entry point of ``hoprag bench train``."""
-    import psutil
 
     from hoprag.kg.index import KGIndex
     from hoprag.kg.store import KGIndexError
@@ -152,8 +151,7 @@ def run_train_benchmark(args: argparse.Namespace) -> int:
         print(f"hoprag: {exc} (build one with `hoprag demo --train-steps 0`)")
         return 2
     result = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-        f"{round(psutil.virtual_memory().total / 2**30)} GiB, Python {platform.python_version()}",
+        "machine": machine_description(),
         "sampling": measure_sampling_scaling(),
         "latency": measure_latency(args.questions),
         "training": measure_training(args.index, args.workdir, args.steps) if args.steps else None,

@@ -111,11 +111,9 @@ def train_loop_per_worker(params: dict[str, Any]) -> None:
             state = json.loads((Path(directory) / STATE_FILE).read_text())
 
     micro = config.deepspeed.micro_batch_size
-    batches_per_epoch = math.ceil(len(shard) / micro)
-    # Every worker must take the same number of steps (collectives): use the smallest shard.
-    batches_per_epoch = (
-        math.ceil(len(train_rows[world - 1 :: world]) / micro) if world > 1 else batches_per_epoch
-    )
+    # Every worker must take the same number of steps (collectives): the smallest shard (the last
+    # rank's) decides, so every batch index below is within every worker's shard.
+    batches_per_epoch = math.ceil(len(train_rows[world - 1 :: world]) / micro)
     total_steps = config.max_steps or config.epochs * batches_per_epoch
     metrics: dict[str, Any] = {}
 
@@ -138,7 +136,6 @@ def train_loop_per_worker(params: dict[str, Any]) -> None:
         engine.train()
         while state["batch"] < batches_per_epoch and state["step"] < total_steps:
             idx = order[state["batch"] * micro : (state["batch"] + 1) * micro]
-            idx = idx if len(idx) else order[:micro]
             examples = [
                 build_example(
                     index,
