@@ -38,10 +38,24 @@ def init_ray(config: RayConfig | None = None) -> None:
         ray.init(address=config.address, log_to_driver=True)
         return
     cores = os.cpu_count() or 2
+    runtime_env = {} if config.include_dashboard else {"worker_process_setup_hook": _without_state_api}
     ray.init(
         num_cpus=config.num_cpus or max(4, 2 * cores),
         object_store_memory=(config.object_store_memory_mb or 512) * 1024**2,
         include_dashboard=config.include_dashboard,
         log_to_driver=True,
+        runtime_env=runtime_env,
     )
     logger.info("started a local Ray cluster: %s", ray.cluster_resources())
+
+
+def _without_state_api() -> None:
+    """Worker setup for a local cluster without the dashboard, hence without Ray's State API.
+
+    Ray Train's placement-group cleaner polls the State API once a second and logs a warning per
+    failed poll (hundreds per training run). It only matters when a controller dies without
+    cleaning up, and a local cluster ends with its driver anyway, so the warnings are silenced.
+    """
+    logging.getLogger("ray.train.v2._internal.execution.controller.placement_group_cleaner").setLevel(
+        logging.ERROR
+    )

@@ -1,0 +1,134 @@
+"""A reference (oracle) extractor for synthetic benchmarks: OpenIE and NER answered from the world.
+
+The synthetic generator writes the facts behind its documents to ``raw/world.json``. This backend
+implements the :class:`~hoprag.llm.base.LLM` protocol for the indexing prompts and answers them
+from those facts, as a perfect extractor would:
+
+* OpenIE (``Passage: ...`` / ``Triples:``): every world fact whose subject and object are both
+  named in one sentence of the passage, plus an entity's year attribute and kind when a sentence
+  naming it states them, as ``(subject | relation | object)`` lines. (A sentence naming two
+  entities that hold several relations yields all of them, e.g. a city "located in" a country
+  also gives that country's "capital" fact: true facts, slightly more than the sentence says.)
+* NER (``Question: ...`` / ``Entities:``): the world entity names that occur in the question.
+
+Its use is to measure retrievers apart from extraction quality (an index built with it has the KG
+a strong extractor would build). It reads nothing but the prompt and the world file, so it never
+sees questions' answers or supporting documents.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from hoprag.llm.base import Completion, GenerationParams, Prompt, PromptStyle, truncate_at_stop
+
+
+class ReferenceLLMConfig(BaseModel):
+    """Where the world of the synthetic benchmark is."""
+
+    world: Path = Field(description="The benchmark's raw/world.json (written by `hoprag generate`).")
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def reference_model_id(world: Path) -> str:
+    """The backend's ``model_id`` (part of extraction-cache keys): benchmark folder and file name."""
+    world = Path(world)
+    return f"reference:{world.parent.parent.name}/{world.name}"
+
+
+def _last_block(prompt: str, head: str, tail: str) -> str | None:
+    start = prompt.rfind(head)
+    if start < 0:
+        return None
+    body = prompt[start + len(head) :]
+    end = body.find(tail)
+    return (body[:end] if end >= 0 else body).strip()
+
+
+def _mentions(text: str, names: Sequence[str]) -> list[str]:
+    """Names occurring in ``text`` as whole words, longest first, without names inside longer ones."""
+    found: list[str] = []
+    taken: list[tuple[int, int]] = []
+    for name in sorted(names, key=len, reverse=True):
+        for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+            span = (m.start(), m.end())
+            if not any(a <= span[0] and span[1] <= b for a, b in taken):
+                taken.append(span)
+                if name not in found:
+                    found.append(name)
+    return found
+
+
+class ReferenceExtractorLLM:
+    """Answers hoprag's OpenIE and NER prompts from a synthetic world (completion style)."""
+
+    def __init__(self, config: ReferenceLLMConfig) -> None:
+        path = Path(config.world)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no world.json (generate the benchmark with `hoprag generate`)")
+        world = json.loads(path.read_text(encoding="utf-8"))
+        self._path = path
+        self._names: list[str] = [e["name"] for e in world["entities"]]
+        self._facts_by_subject: dict[str, list[tuple[str, str, str]]] = {}
+        for s, r, o in world["facts"]:
+            self._facts_by_subject.setdefault(s, []).append((s, r.replace("_", " "), o))
+        self._attributes: dict[str, list[tuple[str, str]]] = {}
+        for e in world["entities"]:
+            pairs = []
+            for key, value in e["attributes"].items():
+                if key == "kind":
+                    pairs.append(("is a", str(value)))
+                elif key.endswith("_year"):
+                    pairs.append((key.replace("_", " "), str(value)))
+            self._attributes[e["name"]] = pairs
+
+    @property
+    def model_id(self) -> str:
+        return reference_model_id(self._path)
+
+    @property
+    def prompt_style(self) -> PromptStyle:
+        return "completion"
+
+    def triples(self, passage: str) -> list[tuple[str, str, str]]:
+        """The world's facts that ``passage`` states: both ends named in one of its sentences."""
+        out: list[tuple[str, str, str]] = []
+        for sentence in _SENTENCE_END.split(passage):
+            named = _mentions(sentence, self._names)
+            present = set(named)
+            for s in named:
+                out.extend(f for f in self._facts_by_subject.get(s, []) if f[2] in present)
+                out.extend((s, rel, value) for rel, value in self._attributes.get(s, []) if value in sentence)
+        return list(dict.fromkeys(out))
+
+    def _answer(self, prompt: str) -> str:
+        if prompt.rstrip().endswith("Triples:"):
+            passage = _last_block(prompt, "Passage:", "\nTriples:") or ""
+            return "\n".join(f"({s} | {r} | {o})" for s, r, o in self.triples(passage)) + "\n\n"
+        if prompt.rstrip().endswith("Entities:"):
+            question = _last_block(prompt, "Question:", "\nEntities:") or ""
+            return "; ".join(_mentions(question, self._names)) + "\n"
+        return ""
+
+    def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
+        out = []
+        for p in prompts:
+            if not isinstance(p, str):
+                out.append(
+                    Completion(
+                        text="", finish_reason="error", error="reference backend takes completion prompts"
+                    )
+                )
+                continue
+            text, _ = truncate_at_stop(self._answer(p), params.stop)
+            out.append(
+                Completion(text=text, prompt_tokens=len(p.split()), completion_tokens=len(text.split()))
+            )
+        return out

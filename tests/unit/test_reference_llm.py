@@ -1,0 +1,78 @@
+"""The reference extractor: exactly the world's facts a passage states, parsed like any LLM output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hoprag.data.synthetic.reference_llm import ReferenceExtractorLLM, ReferenceLLMConfig
+from hoprag.extraction.parsing import parse_openie_output
+from hoprag.extraction.prompts import ner_prompt, openie_prompt
+from hoprag.llm.factory import LLMBackendConfig, build_llm, expected_model_id
+
+
+def _world(tmp_path: Path) -> Path:
+    world = {
+        "entities": [
+            {"name": "Bigramar", "type": "city", "attributes": {"founded_year": 1814}},
+            {"name": "Gerovia", "type": "country", "attributes": {"independence_year": 1745}},
+            {"name": "Ava Stone", "type": "person", "attributes": {"birth_year": 1950, "kind": "actor"}},
+            {"name": "Ava Stoneham", "type": "person", "attributes": {"birth_year": 1961}},
+        ],
+        "facts": [
+            ["Bigramar", "city_in", "Gerovia"],
+            ["Ava Stone", "born_in", "Bigramar"],
+            ["Ava Stoneham", "born_in", "Gerovia"],
+        ],
+    }
+    path = tmp_path / "bench" / "raw" / "world.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(world))
+    return path
+
+
+def _extract(llm: ReferenceExtractorLLM, passage: str) -> str:
+    spec = openie_prompt(passage, llm.prompt_style)
+    return llm.generate([spec.prompt], spec.params)[0].text
+
+
+def test_openie_gives_the_facts_each_sentence_states_and_they_parse_clean(tmp_path: Path) -> None:
+    llm = ReferenceExtractorLLM(ReferenceLLMConfig(world=_world(tmp_path)))
+    passage = "Ava Stone, an actor, was born in 1950. Ava Stone was born in Bigramar. Gerovia is far away."
+    text = _extract(llm, passage)
+    result = parse_openie_output(text, passage)
+    assert [tuple(t) for t in result.triples] == [
+        ("Ava Stone", "birth year", "1950"),
+        ("Ava Stone", "is a", "actor"),
+        ("Ava Stone", "born in", "Bigramar"),
+    ]
+    # Bigramar and Gerovia are both in the passage but never in one sentence: no city_in fact.
+    assert not result.dropped
+
+
+def test_a_name_inside_a_longer_name_is_not_a_mention(tmp_path: Path) -> None:
+    llm = ReferenceExtractorLLM(ReferenceLLMConfig(world=_world(tmp_path)))
+    text = _extract(llm, "Ava Stoneham was born in Gerovia.")
+    assert text.strip() == "(Ava Stoneham | born in | Gerovia)"
+    spec = ner_prompt("Where was Ava Stoneham born, and where was Ava Stone born?", "completion")
+    assert llm.generate([spec.prompt], spec.params)[0].text == "Ava Stoneham; Ava Stone"
+
+
+def test_unknown_prompts_and_chat_prompts_get_no_facts(tmp_path: Path) -> None:
+    llm = ReferenceExtractorLLM(ReferenceLLMConfig(world=_world(tmp_path)))
+    spec = openie_prompt("Bigramar is in Gerovia.", "chat")
+    chat = llm.generate([spec.prompt], spec.params)[0]
+    assert chat.error and not chat.ok
+    assert _extract(llm, "Nothing known here.") == ""
+
+
+def test_factory_builds_it_and_names_it_without_loading(tmp_path: Path) -> None:
+    world = _world(tmp_path)
+    config = LLMBackendConfig(backend="reference", reference=ReferenceLLMConfig(world=world))
+    assert expected_model_id(config) == build_llm(config).model_id == "reference:bench/world.json"
+    with pytest.raises(ValueError, match="reference"):
+        LLMBackendConfig(backend="reference")
+    with pytest.raises(FileNotFoundError, match="hoprag generate"):
+        ReferenceExtractorLLM(ReferenceLLMConfig(world=tmp_path / "missing.json"))
