@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import string
 from collections.abc import Sequence
 
 
@@ -15,3 +17,19 @@ def recall_at_k(retrieved: Sequence[str], gold: Sequence[str], k: int) -> float:
     if not gold_set:
         raise ValueError("recall@k needs at least one gold document")
     return len(gold_set & set(retrieved[:k])) / len(gold_set)
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = set(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """HotpotQA / SQuAD answer normalization: lowercase, no punctuation, no articles, single spaces."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def exact_match(prediction: str, answers: Sequence[str]) -> float:
+    """1.0 when the normalized prediction equals any normalized gold answer (or alias), else 0.0."""
+    pred = normalize_answer(prediction)
+    return float(any(pred == normalize_answer(a) for a in answers if a))

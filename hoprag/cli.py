@@ -105,6 +105,15 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     er.add_argument("--json", action="store_true", help="print one JSON object")
 
+    a = sub.add_parser("ask", help="answer a question with the PAI-2 planner over a KG index")
+    a.add_argument("question", help="the question (quote it)")
+    a.add_argument("--index", type=Path, required=True, help="index directory")
+    a.add_argument(
+        "--retriever", default=None, help="GLM retriever / training run directory: adds the 'glm' traversal"
+    )
+    a.add_argument("--json", action="store_true", help="print one JSON object (answer, trace, cost)")
+    _add_config_args(a)
+
     b = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md by hand)")
     bsub = b.add_subparsers(dest="bench", required=True)
     bi = bsub.add_parser("index", help="Ray Data extraction vs a sequential loop; graph build at scale")
@@ -116,6 +125,11 @@ def _build_parser() -> argparse.ArgumentParser:
     bi.add_argument("--json", action="store_true")
     bi.add_argument("--workdir", type=Path, default=Path("runs/bench-index"))
     _add_config_args(bi)
+    bp = bsub.add_parser("plan", help="planner cost per question: paper-like calls vs hoprag's, same run")
+    from evaluation.planner_bench import add_arguments as _plan_bench_arguments
+
+    _plan_bench_arguments(bp)
+    _add_config_args(bp)
     bt = bsub.add_parser(
         "train", help="GLM training throughput (1 vs 2 workers), retrieval latency, sampler scaling"
     )
@@ -167,12 +181,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.command == "train":
             return _cmd_train(args)
+        if args.command == "ask":
+            return _cmd_ask(args)
         if args.command == "eval" and args.eval == "retrieval":
             return _cmd_eval_retrieval(args)
         if args.command == "bench" and args.bench == "train":
             from training.bench import run_train_benchmark
 
             return run_train_benchmark(args)
+        if args.command == "bench" and args.bench == "plan":
+            from evaluation.planner_bench import run_plan_benchmark
+
+            return run_plan_benchmark(args)
         if args.command == "bench" and args.bench == "index":
             from indexing.bench import run_index_benchmark
 
@@ -254,6 +274,24 @@ def _cmd_train(args: argparse.Namespace) -> int:
     metrics = run_training(args.index, args.out, config, RayConfig(address=args.ray_address))
     print(json.dumps({k: v for k, v in metrics.items() if isinstance(v, int | float | str)}))
     print(f"retriever exported to {args.out / 'retriever'}")
+    return 0
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    from hoprag.config import load_config
+    from hoprag.kg.store import KGIndexError
+    from hoprag.planner.app import AskConfig, build_planner
+    from hoprag.planner.planner import PlannerInputError
+    from hoprag.planner.report import format_answer
+    from hoprag.retrieval.loading import RetrieverSpecError
+
+    config = load_config(AskConfig, args.config, args.overrides)
+    try:
+        planner = build_planner(args.index, config, args.retriever)
+        result = planner.answer(args.question)
+    except (KGIndexError, RetrieverSpecError, PlannerInputError, ValueError) as exc:
+        raise _UserError(str(exc)) from exc
+    print(json.dumps(result.to_dict()) if args.json else format_answer(result))
     return 0
 
 

@@ -35,3 +35,30 @@ def clean_document_text(text: str | bytes) -> str:
         text = text.decode("utf-8", errors="replace")
     text = unicodedata.normalize("NFC", text)
     return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch)[0] != "C").strip()
+
+
+MAX_NGRAM = 8  # longest entity name, in words, that dictionary matching looks for
+
+
+def dictionary_mentions(question: str, entity_lookup: dict[str, int]) -> list[str]:
+    """KG entity names found in the question: longest normalized n-grams first, non-overlapping.
+
+    Only spans that start entity-like in the question (capital letter or digit) count.
+    """
+    words = question.split()
+    norm_words = [normalize_entity(w) for w in words]
+    taken = [False] * len(words)
+    found: list[str] = []
+    for n in range(min(MAX_NGRAM, len(words)), 0, -1):
+        for start in range(0, len(words) - n + 1):
+            if any(taken[start : start + n]):
+                continue
+            first = words[start].lstrip("\"'“‘(")[:1]
+            if not (first.isupper() or first.isdigit()):
+                continue
+            name = normalize_entity(" ".join(norm_words[start : start + n]))
+            if name and name in entity_lookup:
+                found.append(name)
+                for j in range(start, start + n):
+                    taken[j] = True
+    return found

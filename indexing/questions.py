@@ -20,34 +20,8 @@ import numpy as np
 import pyarrow as pa
 
 from hoprag.embedding import Embedder, top_k_cosine
-from hoprag.text import normalize_entity
+from hoprag.text import dictionary_mentions, normalize_entity
 from indexing.config import QuestionLinkingConfig
-
-MAX_NGRAM = 8
-
-
-def dictionary_mentions(question: str, entity_lookup: dict[str, int]) -> list[str]:
-    """KG entity names found in the question: longest normalized n-grams first, non-overlapping.
-
-    Only spans that start entity-like in the question (capital letter or digit) count.
-    """
-    words = question.split()
-    norm_words = [normalize_entity(w) for w in words]
-    taken = [False] * len(words)
-    found: list[str] = []
-    for n in range(min(MAX_NGRAM, len(words)), 0, -1):
-        for start in range(0, len(words) - n + 1):
-            if any(taken[start : start + n]):
-                continue
-            first = words[start].lstrip("\"'“‘(")[:1]
-            if not (first.isupper() or first.isdigit()):
-                continue
-            name = normalize_entity(" ".join(norm_words[start : start + n]))
-            if name and name in entity_lookup:
-                found.append(name)
-                for j in range(start, start + n):
-                    taken[j] = True
-    return found
 
 
 @dataclass

@@ -9,11 +9,12 @@ extraction cache key, so old cached results are not mixed with new ones.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
-from hoprag.llm.base import ChatMessage, GenerationParams, Prompt, PromptStyle
+from hoprag.llm.base import ChatMessage, GenerationParams, PromptSpec, PromptStyle
 
 PROMPT_VERSION = "openie-v1"
+
+__all__ = ["PROMPT_VERSION", "PromptSpec", "ner_prompt", "openie_prompt"]
 
 # Invented names on purpose: a small model copies unfamiliar names faithfully, but drifts to
 # famous ones ("Paris") when the examples contain real entities.
@@ -47,15 +48,6 @@ _NER_FEW_SHOT = [
 
 def _triple_line(t: tuple[str, str, str]) -> str:
     return f"({t[0]} | {t[1]} | {t[2]})"
-
-
-@dataclass(frozen=True)
-class PromptSpec:
-    """A prompt plus the generation settings and parser format that belong to it."""
-
-    prompt: Prompt
-    params: GenerationParams
-    output_format: str  # "lines" (few-shot completion) or "json" (chat)
 
 
 def openie_prompt(passage: str, style: PromptStyle, max_new_tokens: int = 192) -> PromptSpec:

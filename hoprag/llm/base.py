@@ -58,6 +58,15 @@ def is_degenerate_list_output(text: str) -> bool:
 
 
 @dataclass(frozen=True)
+class PromptSpec:
+    """A prompt plus the generation settings and parser format that belong to it."""
+
+    prompt: Prompt
+    params: GenerationParams
+    output_format: str  # "lines" (few-shot completion) or "json" (chat)
+
+
+@dataclass(frozen=True)
 class Completion:
     """One prompt's result. ``text`` is already cut at the first stop sequence (stop excluded)."""
 

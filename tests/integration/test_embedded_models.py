@@ -73,7 +73,10 @@ def test_embedded_model_behind_the_openai_protocol(gemma):
         assert isinstance(chat.choices[0].message.content, str)
 
 
-def test_ray_data_pipeline_with_the_embedded_model(tmp_path, ray_cluster):
+@pytest.fixture(scope="module")
+def gemma_index(tmp_path_factory, ray_cluster):
+    """Six sample documents indexed by the embedded model through Ray Data: (index dir, summary, questions)."""
+    tmp_path = tmp_path_factory.mktemp("gemma-index")
     sample = read_corpus(SAMPLE_CORPUS)
     raw = tmp_path / "corpus" / "raw"
     raw.mkdir(parents=True)
@@ -86,10 +89,28 @@ def test_ray_data_pipeline_with_the_embedded_model(tmp_path, ray_cluster):
         extraction=ExtractionConfig(batch_size=3, num_cpus=1), ray=RayConfig(address=ray_cluster)
     )
     summary = build_index(tmp_path / "index", cfg, corpus=read_corpus(tmp_path / "corpus"))
+    return tmp_path / "index", summary, questions
+
+
+def test_ray_data_pipeline_with_the_embedded_model(gemma_index):
+    index_dir, summary, questions = gemma_index
     assert summary.documents == 6 and summary.extracted_now == 6
     assert set(summary.statuses) <= {"ok", "no_triples", "unparseable", "empty_output"}
     assert summary.statuses["ok"] >= 3  # the 270M model extracts something from most documents
     assert summary.questions == len(questions) == summary.questions_with_entities
-    ix = KGIndex(tmp_path / "index", verify=True)
+    ix = KGIndex(index_dir, verify=True)
     assert ix.num_triples >= 3
     assert ix.manifest["llm_model_id"] == "embedded:gemma-3-270m-q4_k_m@bfloat16"
+
+
+def test_ask_answers_end_to_end_with_the_embedded_model(gemma_index, capsys):
+    """`hoprag ask` on the embedded defaults: real plan, KG search and answer calls (quality aside)."""
+    from hoprag.cli import main
+
+    index_dir, _, questions = gemma_index
+    assert main(["ask", "--index", str(index_dir), "--json", questions[0]["question"]]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["answer"] and out["steps"] and out["llm_calls"] >= 3  # plan, step answer, update or final
+    assert out["prompt_tokens"] > 100 and out["calls_by_purpose"]["plan"] == 1
+    assert any(c["triples"] for step in out["steps"] for c in step["clues"])  # the KG was searched
+    assert isinstance(out["documents"], list)

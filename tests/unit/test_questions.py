@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from hoprag.text import dictionary_mentions
 from indexing.config import QuestionLinkingConfig
-from indexing.questions import dictionary_mentions, link_questions
+from indexing.questions import link_questions
 
 ENTITIES = ["carrow college", "film", "juno halleck", "oriel fane", "quifen", "the salt ledger"]
 

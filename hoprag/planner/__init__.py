@@ -1,0 +1,13 @@
+"""PAI-2: the iterative search planner over the KG (pure Python; no Ray needed).
+
+Entry points: :class:`Planner` (``Planner(kg, llm, config).answer(question)``),
+:class:`PlannerConfig`, :class:`KnowledgeGraphView`, and the traversals in
+:mod:`hoprag.planner.traversal`.
+"""
+
+from hoprag.planner.config import PlannerConfig
+from hoprag.planner.knowledge import KnowledgeGraphView
+from hoprag.planner.planner import NOT_ENOUGH_INFO, Planner, PlannerInputError
+from hoprag.planner.trace import Answer
+
+__all__ = ["NOT_ENOUGH_INFO", "Answer", "KnowledgeGraphView", "Planner", "PlannerConfig", "PlannerInputError"]

@@ -1,0 +1,42 @@
+"""Building a ready planner from an index directory, an LLM config and an optional retriever."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from hoprag.llm.factory import LLMBackendConfig
+from hoprag.planner.config import PlannerConfig
+
+
+class AskConfig(BaseModel):
+    """Config of ``hoprag ask`` and of the planner in serving: which LLM, which planner settings."""
+
+    llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)
+    planner: PlannerConfig = Field(default_factory=PlannerConfig)
+
+
+def build_planner(index_dir: str | Path, config: AskConfig, retriever_spec: str | None = None):
+    """A :class:`~hoprag.planner.Planner` over ``index_dir``; with ``retriever_spec`` the GLM (or
+    dense) retriever joins the traversals as ``glm`` unless the config already lists it."""
+    from hoprag.embedding import EmbedderConfig, SentenceTransformerEmbedder
+    from hoprag.kg.index import KGIndex
+    from hoprag.llm.factory import build_llm
+    from hoprag.planner.knowledge import KnowledgeGraphView
+    from hoprag.planner.planner import Planner
+    from hoprag.retrieval.loading import load_retriever
+
+    index = KGIndex(index_dir)
+    embedder = SentenceTransformerEmbedder(
+        EmbedderConfig(model=index.manifest.get("embedder", EmbedderConfig().model))
+    )
+    planner_config = config.planner
+    retriever = None
+    if retriever_spec:
+        retriever = load_retriever(retriever_spec, index)
+        if "glm" not in planner_config.traversals:
+            planner_config = planner_config.model_copy(
+                update={"traversals": [*planner_config.traversals, "glm"]}
+            )
+    return Planner(KnowledgeGraphView(index, embedder), build_llm(config.llm), planner_config, retriever)

@@ -1,0 +1,118 @@
+"""Typed settings of the PAI-2 planner (defaults: the paper's, plus hoprag's call savings)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+TraversalName = Literal["beam", "water_circles", "naive", "glm"]
+
+
+class BeamSearchSettings(BaseModel):
+    depth: int = Field(default=3, ge=1, le=6, description="Triples per path at most.")
+    max_paths: int = Field(default=10, ge=1, description="Beam width and number of paths kept.")
+    alpha: float = Field(default=0.75, ge=0.0, le=1.0, description="Length normalization: cost / len**alpha.")
+    min_similarity: float = Field(
+        default=0.1,
+        ge=-1.0,
+        le=1.0,
+        description="Triples less similar to the query are never walked (MiniLM cosine).",
+    )
+
+
+class WaterCirclesSettings(BaseModel):
+    depth: int = Field(default=2, ge=1, le=4, description="Rings grown around each seed.")
+    chain_quota: int = Field(
+        default=25, ge=1, description="Chain triples for one seed (halved for 2, /3.5 for 3+)."
+    )
+    other_quota: int = Field(default=6, ge=0, description="One-hop triples per seed when no chain exists.")
+
+
+class MatchingSettings(BaseModel):
+    vertices_per_entity: int = Field(default=3, ge=1, description="KG vertices matched per extracted entity.")
+    dense_weight: float = Field(default=0.5, ge=0.0)
+    bm25_weight: float = Field(default=0.5, ge=0.0)
+    min_similarity: float = Field(
+        default=0.5, ge=-1.0, le=1.0, description="Dense candidates below are ignored."
+    )
+
+
+class PlannerConfig(BaseModel):
+    """Everything the planner does; ``PlannerConfig.paper_like()`` gives the paper's call pattern."""
+
+    max_steps: int = Field(default=8, ge=1, le=32, description="Search steps executed at most (paper: 8).")
+    max_clue_queries: int = Field(
+        default=4, ge=1, le=16, description="Clue queries per step (vertex combinations)."
+    )
+    traversals: list[TraversalName] = Field(
+        default_factory=lambda: ["beam", "naive"],
+        min_length=1,
+        description="Combined in order; paper best: beam + naive. 'glm' needs a GLM retriever.",
+    )
+    top_triples: int = Field(
+        default=50, ge=1, description="Triples kept per clue query after filtering by similarity."
+    )
+    naive_top_k: int = Field(default=25, ge=1)
+    naive_weights: tuple[float, float] = Field(
+        default=(0.7, 0.3), description="Dense, BM25 weights of the fusion."
+    )
+    context_documents: int = Field(
+        default=0,
+        ge=0,
+        description="Texts of the top documents added to each answer prompt (GLM-RAG style); 0 = triples only.",
+    )
+    max_document_chars: int = Field(
+        default=600, ge=50, description="Each context document is cut to this length."
+    )
+    beam: BeamSearchSettings = Field(default_factory=BeamSearchSettings)
+    water_circles: WaterCirclesSettings = Field(default_factory=WaterCirclesSettings)
+    matching: MatchingSettings = Field(default_factory=MatchingSettings)
+    max_question_chars: int = Field(default=2000, ge=16, description="Longer questions are rejected.")
+
+    # Preprocessing (paper default: all off).
+    decompose: bool = Field(
+        default=False, description="Split the question into sub-questions answered separately."
+    )
+    denoise: bool = Field(default=False, description="Rewrite the question without irrelevant details first.")
+    enhance_question: bool = Field(default=False, description="Rewrite the question more explicitly first.")
+
+    # Call economy (hoprag); paper_like() switches all of them off.
+    batch_calls: bool = Field(default=True, description="Send independent prompts of a step as one batch.")
+    cache_size: int = Field(
+        default=4096, ge=0, description="Completions cached by (prompt, model); 0 disables."
+    )
+    merged_prompts: bool = Field(
+        default=True,
+        description="One step-answer call over all clue queries' facts instead of clue answers + summary; one "
+        "update call for answerability + plan enhancement + final answer.",
+    )
+    dictionary_entities: bool = Field(
+        default=True, description="Skip the entity-extraction call when the step names KG entities literally."
+    )
+    literal_clue_queries: bool = Field(
+        default=True,
+        description="Build clue queries by substituting matched names; call the LLM only when a mention is not literal.",
+    )
+    skip_needless_updates: bool = Field(
+        default=True, description="No update call while the remaining steps have no [placeholder] to fill."
+    )
+
+    @classmethod
+    def paper_like(cls, **overrides: object) -> PlannerConfig:
+        """The paper's call pattern: every sub-task its own call, no batching, no cache."""
+        return cls.model_validate({**PAPER_CALL_PATTERN, **overrides})
+
+    def with_paper_calls(self) -> PlannerConfig:
+        """These settings with the paper's call pattern (for side-by-side cost comparisons)."""
+        return self.model_copy(update=PAPER_CALL_PATTERN)
+
+
+PAPER_CALL_PATTERN: dict[str, object] = {
+    "batch_calls": False,
+    "cache_size": 0,
+    "merged_prompts": False,
+    "dictionary_entities": False,
+    "literal_clue_queries": False,
+    "skip_needless_updates": False,
+}

@@ -1,0 +1,152 @@
+"""The planner's view of a KG index: triple texts and vectors, vertex matching, fused triple search.
+
+Triple vectors (MiniLM over ``"head relation tail"``) are not part of the index format; they are
+computed on first use and cached under ``$HOPRAG_CACHE_DIR/triple-vectors/``, keyed by the index
+snapshot and the embedder, so a restarted planner or serving replica loads them in milliseconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from hoprag.embedding import Embedder
+from hoprag.kg.index import KGIndex
+from hoprag.kg.tables import KIND_EQUIVALENT
+from hoprag.paths import cache_dir
+from hoprag.planner.search import BM25, top_indices, weighted_rrf
+from hoprag.text import normalize_entity
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class VertexMatch:
+    """A KG entity matched to a mention, with its fused score and how it matched."""
+
+    entity_id: int
+    name: str
+    score: float
+    exact: bool
+
+
+class KnowledgeGraphView:
+    """Entity and triple search over one :class:`~hoprag.kg.index.KGIndex` (read-only, thread-safe)."""
+
+    def __init__(self, index: KGIndex, embedder: Embedder) -> None:
+        self.index = index
+        self.embedder = embedder
+
+    # -- texts -------------------------------------------------------------------------------
+    def entity_text(self, entity_id: int) -> str:
+        return self.index.entity_surface[entity_id] or self.index.entity_names[entity_id]
+
+    def triple_parts(self, triple_id: int) -> tuple[str, str, str]:
+        """(head, relation, tail) with entities in their surface spelling."""
+        i = self.index
+        return (
+            self.entity_text(int(i.head[triple_id])),
+            i.relation_names[int(i.relation[triple_id])],
+            self.entity_text(int(i.tail[triple_id])),
+        )
+
+    def triple_text(self, triple_id: int) -> str:
+        return " ".join(self.triple_parts(triple_id))
+
+    @cached_property
+    def fact_triples(self) -> np.ndarray:
+        """Ids of extracted triples (``equivalent`` synonym edges are walked, never shown as facts)."""
+        return np.flatnonzero(self.index.kind != KIND_EQUIVALENT)
+
+    def is_fact(self, triple_id: int) -> bool:
+        return bool(self.index.kind[triple_id] != KIND_EQUIVALENT)
+
+    # -- lexical indexes ---------------------------------------------------------------------
+    @cached_property
+    def entity_bm25(self) -> BM25:
+        return BM25(self.index.entity_names)
+
+    @cached_property
+    def triple_bm25(self) -> BM25:
+        return BM25([self.triple_text(t) for t in range(self.index.num_triples)])
+
+    # -- dense vectors -----------------------------------------------------------------------
+    @cached_property
+    def triple_vectors(self) -> np.ndarray:
+        """L2-normalized vectors of every triple's text (computed once, then read from the cache)."""
+        key = hashlib.sha256(
+            f"{self.index.path.resolve()}|{self.index.manifest['snapshot']}|{self.embedder.model_id}".encode()
+        ).hexdigest()[:24]
+        path = cache_dir() / "triple-vectors" / f"{key}.npy"
+        if path.is_file():
+            vectors = np.load(path)
+            if vectors.shape == (self.index.num_triples, self.embedder.dim):
+                return vectors
+        logger.info("embedding %d triples of %s (cached afterwards)", self.index.num_triples, self.index.path)
+        vectors = self.embedder.encode([self.triple_text(t) for t in range(self.index.num_triples)])
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(self.index.num_triples, self.embedder.dim)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npy")
+        with os.fdopen(fd, "wb") as fh:
+            np.save(fh, vectors)
+        os.replace(tmp, path)
+        return vectors
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.embedder.encode(texts), dtype=np.float32)
+
+    # -- matching and search -----------------------------------------------------------------
+    def match_vertices(
+        self,
+        mention: str,
+        k: int = 3,
+        fetch: int = 15,
+        weights: tuple[float, float] = (0.5, 0.5),
+        min_similarity: float = 0.5,
+        mention_vector: np.ndarray | None = None,
+    ) -> list[VertexMatch]:
+        """Up to ``k`` entities for a mention: dense and BM25 rankings fused by weighted RRF.
+
+        An entity whose normalized name equals the mention wins alone (PAI-2 keeps only exact
+        matches when there is one). Dense candidates below ``min_similarity`` are not considered.
+        """
+        exact = self.index.entity_id(mention)
+        if exact is not None:
+            return [VertexMatch(exact, self.index.entity_names[exact], 1.0, True)]
+        if not self.index.num_entities or not normalize_entity(mention):
+            return []
+        vec = mention_vector if mention_vector is not None else self.embed([mention])[0]
+        sims = np.asarray(self.index.entity_embeddings, dtype=np.float32) @ vec
+        dense = [i for i in top_indices(sims, fetch) if sims[i] >= min_similarity]
+        lexical = top_indices(self.entity_bm25.scores(mention), fetch, positive=True)
+        fused = weighted_rrf([dense, lexical], weights)[:k]
+        return [VertexMatch(e, self.index.entity_names[e], s, False) for e, s in fused]
+
+    def search_triples(
+        self,
+        query_vector: np.ndarray,
+        query: str,
+        k: int,
+        subset: np.ndarray | None = None,
+        fetch: int = 50,
+        weights: tuple[float, float] = (0.7, 0.3),
+    ) -> list[tuple[int, float]]:
+        """The ``k`` best fact triples for a query (within ``subset`` if given) by fused dense+BM25 rank."""
+        pool = self.fact_triples if subset is None else np.intersect1d(subset, self.fact_triples)
+        if len(pool) == 0:
+            return []
+        sims = self.triple_vectors[pool] @ query_vector
+        dense = pool[top_indices(sims, fetch)].tolist()
+        bm25 = self.triple_bm25.scores(query)
+        lexical = top_indices(bm25, fetch, subset=pool, positive=True)
+        return weighted_rrf([dense, lexical], weights)[:k]
+
+    def similarity(self, query_vector: np.ndarray, triple_ids: np.ndarray) -> np.ndarray:
+        """Cosine similarity of each triple's text to the query."""
+        return self.triple_vectors[np.asarray(triple_ids, dtype=np.int64)] @ query_vector

@@ -1,0 +1,151 @@
+"""The planner's door to the LLM: batched calls, a (prompt, model) cache, per-question accounting.
+
+A *call* is one prompt completion: a batch of k prompts is k calls (batching saves latency, not
+calls). A cache hit is not a call. Every call and hit is recorded in the question's
+:class:`CallLedger`, with its purpose (``plan``, ``clue_answer``, ...), so the trace and the
+benchmarks can say where calls go.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from hoprag.llm.base import LLM, Completion, GenerationParams, Prompt, PromptStyle
+
+
+@dataclass
+class CallRecord:
+    """One batch sent for one purpose (cache hits included, with ``calls`` counting only misses)."""
+
+    purpose: str
+    prompts: int
+    calls: int
+    cache_hits: int
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CallLedger:
+    """Everything one question cost in LLM work."""
+
+    records: list[CallRecord] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        return sum(r.calls for r in self.records)
+
+    @property
+    def cache_hits(self) -> int:
+        return sum(r.cache_hits for r in self.records)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(r.prompt_tokens for r in self.records)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(r.completion_tokens for r in self.records)
+
+    @property
+    def seconds(self) -> float:
+        return sum(r.seconds for r in self.records)
+
+    def calls_by_purpose(self) -> dict[str, int]:
+        counts: Counter[str] = Counter()
+        for r in self.records:
+            counts[r.purpose] += r.calls
+        return dict(counts)
+
+
+def _cache_key(model_id: str, prompt: Prompt, params: GenerationParams) -> str:
+    return json.dumps(
+        [model_id, prompt, params.max_new_tokens, params.temperature, list(params.stop)],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+class CachedLLM:
+    """Wraps an :class:`~hoprag.llm.base.LLM`: sends independent prompts as one batch, caches results.
+
+    ``batch=False`` sends prompts one at a time (the paper-like baseline); ``cache_size=0``
+    disables the cache. Failed completions are never cached (a retry may succeed). Thread-safe:
+    serving replicas answer concurrent questions through one instance.
+    """
+
+    def __init__(self, llm: LLM, cache_size: int = 4096, batch: bool = True) -> None:
+        self.llm = llm
+        self.cache_size = cache_size
+        self.batch = batch
+        self._cache: OrderedDict[str, Completion] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return self.llm.model_id
+
+    @property
+    def prompt_style(self) -> PromptStyle:
+        return self.llm.prompt_style
+
+    def _lookup(self, key: str) -> Completion | None:
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+            return hit
+
+    def _store(self, key: str, completion: Completion) -> None:
+        if self.cache_size <= 0 or not completion.ok:
+            return
+        with self._lock:
+            self._cache[key] = completion
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+
+    def complete(
+        self, prompts: Sequence[Prompt], params: GenerationParams, ledger: CallLedger, purpose: str
+    ) -> list[Completion]:
+        """Completions for ``prompts`` (in order), from the cache where possible."""
+        started = time.perf_counter()
+        keys = [_cache_key(self.model_id, p, params) for p in prompts]
+        results: list[Completion | None] = [self._lookup(k) if self.cache_size > 0 else None for k in keys]
+        # Identical prompts inside one batch are generated once.
+        missing: dict[str, int] = {}
+        for i, (k, r) in enumerate(zip(keys, results, strict=True)):
+            if r is None and k not in missing:
+                missing[k] = i
+        todo = list(missing.values())
+        fresh: list[Completion] = []
+        if todo:
+            batch = [prompts[i] for i in todo]
+            if self.batch:
+                fresh = self.llm.generate(batch, params)
+            else:
+                fresh = [c for p in batch for c in self.llm.generate([p], params)]
+        by_key = {keys[i]: c for i, c in zip(todo, fresh, strict=True)}
+        for k, c in by_key.items():
+            self._store(k, c)
+        out = [r if r is not None else by_key[k] for k, r in zip(keys, results, strict=True)]
+        ledger.records.append(
+            CallRecord(
+                purpose=purpose,
+                prompts=len(prompts),
+                calls=len(fresh),
+                cache_hits=len(prompts) - len(fresh),
+                prompt_tokens=sum(c.prompt_tokens for c in fresh),
+                completion_tokens=sum(c.completion_tokens for c in fresh),
+                seconds=time.perf_counter() - started,
+                errors=[c.error for c in fresh if c.error],
+            )
+        )
+        return out

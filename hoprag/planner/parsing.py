@@ -1,0 +1,111 @@
+"""Defensive parsers for the planner's LLM outputs.
+
+Every parser returns a value *or* a reason string saying why the output was unusable; callers
+record the reason in the trace and degrade that step (keep the old plan, treat the answer as
+unknown), never the question.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from hoprag.planner.prompts import UNKNOWN
+
+_NUMBERED = re.compile(r"^\s*(\d{1,2})[.)]\s*(.+?)\s*$")
+_FINAL = re.compile(r"^\s*final answer\s*:\s*(.*?)\s*$", re.IGNORECASE)
+_ANSWER_PREFIX = re.compile(r"^\s*(?:final answer|answer|rewritten)\s*:\s*", re.IGNORECASE)
+_UNKNOWN_FORMS = {
+    UNKNOWN,
+    "not enough info",
+    "notenoughinfo",
+    "<|notenoughtinfo|>",
+    "<|notenoughinfo|>",
+    "<|norelevantinfo|>",
+    "none",
+    "n/a",
+    "no answer",
+    "not known",
+    "the facts do not say",
+    "(none)",
+}
+MAX_STEPS_PARSED = 12
+T = TypeVar("T")
+MAX_ANSWER_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Parsed(Generic[T]):
+    """A parser's result: ``value`` when usable, else ``reason`` says why not."""
+
+    value: T | None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+
+def parse_steps(text: str) -> Parsed[list[str]]:
+    """Numbered lines (``1. ...``) → steps; duplicates dropped, at most :data:`MAX_STEPS_PARSED`."""
+    steps: list[str] = []
+    for line in text.splitlines():
+        m = _NUMBERED.match(line)
+        if m and m.group(2) not in steps:
+            steps.append(m.group(2))
+    if not steps:
+        return Parsed(None, "no numbered steps in the output")
+    return Parsed(steps[:MAX_STEPS_PARSED])
+
+
+def parse_answer(text: str) -> Parsed[str]:
+    """A short answer; the value is ``""`` when the model says it does not know."""
+    line = next((ln for ln in text.splitlines() if ln.strip()), "")
+    line = _ANSWER_PREFIX.sub("", line).strip().strip("\"'“”").rstrip(".").strip()
+    if not line:
+        return Parsed(None, "empty answer")
+    if len(line) > MAX_ANSWER_CHARS:
+        return Parsed(None, "answer too long (runaway output)")
+    if line.lower() in _UNKNOWN_FORMS:
+        return Parsed("")
+    return Parsed(line)
+
+
+@dataclass(frozen=True)
+class PlanUpdate:
+    """The merged answerability + enhancement output: a final answer, or new remaining steps."""
+
+    final_answer: str | None
+    remaining: list[str] | None
+
+
+def parse_update(text: str) -> Parsed[PlanUpdate]:
+    for line in text.splitlines():
+        m = _FINAL.match(line)
+        if m:
+            answer = parse_answer(m.group(1))
+            if answer.ok and answer.value:
+                return Parsed(PlanUpdate(answer.value, None))
+            return Parsed(None, "final answer line without an answer")
+    steps = parse_steps(text)
+    if steps.ok:
+        return Parsed(PlanUpdate(None, steps.value))
+    return Parsed(None, "neither a final answer nor numbered steps")
+
+
+def parse_yes_no(text: str) -> Parsed[bool]:
+    word = (re.findall(r"[a-z]+", text.lower()) or [""])[0]
+    if word in {"yes", "true"}:
+        return Parsed(True)
+    if word in {"no", "false"}:
+        return Parsed(False)
+    return Parsed(None, "neither yes nor no")
+
+
+def parse_rewritten(text: str) -> Parsed[str]:
+    line = next((ln for ln in text.splitlines() if ln.strip()), "")
+    line = _ANSWER_PREFIX.sub("", line).strip()
+    if not line or len(line) > 400 or line.lower().rstrip(".") in _UNKNOWN_FORMS:
+        return Parsed(None, "no rewritten question")
+    return Parsed(line)

@@ -1,0 +1,423 @@
+"""PAI-2: answer a question by planning search steps and walking the KG for each.
+
+Per question: optional preprocessing (denoise, enhance, decompose), a plan of search steps, and for
+each step: entities → matched KG vertices → clue queries → knowledge from the configured
+traversals → filtered triples → the step's answer; after a step, the plan is updated (answerability
+check and plan enhancement) and the search stops early once the question can be answered.
+
+Two call patterns share this loop (see :mod:`hoprag.planner.prompts`): the paper's (one call per
+sub-task) and hoprag's (merged prompts, dictionary entity matches, literal clue queries, updates
+only when a later step waits for an earlier answer). Both batch and cache through
+:class:`~hoprag.planner.llm_calls.CachedLLM` unless configured off.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from collections.abc import Sequence
+
+from hoprag.extraction.parsing import parse_entity_list
+from hoprag.extraction.prompts import ner_prompt
+from hoprag.llm.base import LLM, PromptSpec
+from hoprag.planner import prompts as P
+from hoprag.planner.config import PlannerConfig
+from hoprag.planner.knowledge import KnowledgeGraphView, VertexMatch
+from hoprag.planner.llm_calls import CachedLLM, CallLedger
+from hoprag.planner.parsing import parse_answer, parse_rewritten, parse_steps, parse_update, parse_yes_no
+from hoprag.planner.trace import Answer, ClueTrace, DocumentEvidence, StepTrace, TripleEvidence
+from hoprag.planner.traversal.base import ClueQuery, Knowledge, Traversal, merge_knowledge
+from hoprag.planner.traversal.beam import BeamSearchTraversal
+from hoprag.planner.traversal.naive import NaiveTraversal
+from hoprag.planner.traversal.retriever import RetrieverTraversal
+from hoprag.planner.traversal.water_circles import WaterCirclesTraversal
+from hoprag.retrieval.base import Retriever
+from hoprag.text import dictionary_mentions
+
+NOT_ENOUGH_INFO = "NotEnoughInfo"
+_PLACEHOLDER = re.compile(r"\[[^\]]+\]")
+
+
+class PlannerInputError(ValueError):
+    """A question the planner refuses (empty, or longer than ``max_question_chars``)."""
+
+
+def build_traversals(
+    kg: KnowledgeGraphView, config: PlannerConfig, retriever: Retriever | None = None
+) -> list[Traversal]:
+    """The configured traversals, in order; ``glm`` needs ``retriever``."""
+    out: list[Traversal] = []
+    for name in config.traversals:
+        if name == "beam":
+            b = config.beam
+            out.append(
+                BeamSearchTraversal(kg, b.depth, b.max_paths, b.alpha, min_similarity=b.min_similarity)
+            )
+        elif name == "water_circles":
+            w = config.water_circles
+            out.append(WaterCirclesTraversal(kg, w.depth, w.chain_quota, w.other_quota))
+        elif name == "naive":
+            out.append(NaiveTraversal(kg, config.naive_top_k, config.naive_weights))
+        else:
+            if retriever is None:
+                raise ValueError("traversal 'glm' needs a retriever (pass --retriever RETRIEVER_DIR)")
+            out.append(RetrieverTraversal(kg, retriever, top_documents=max(5, config.context_documents)))
+    return out
+
+
+class Planner:
+    """PAI-2 over one KG index; thread-safe (per-question state lives in the call)."""
+
+    def __init__(
+        self,
+        kg: KnowledgeGraphView,
+        llm: LLM,
+        config: PlannerConfig | None = None,
+        retriever: Retriever | None = None,
+        traversals: Sequence[Traversal] | None = None,
+    ) -> None:
+        self.kg = kg
+        self.config = config or PlannerConfig()
+        self.client = CachedLLM(llm, cache_size=self.config.cache_size, batch=self.config.batch_calls)
+        self.traversals = (
+            list(traversals) if traversals is not None else build_traversals(kg, self.config, retriever)
+        )
+        self._lookup = {n: i for i, n in enumerate(kg.index.entity_names)}
+
+    # -- public ------------------------------------------------------------------------------
+    def answer(self, question: str) -> Answer:
+        """Answer one question; never raises on LLM or retrieval trouble (see ``Answer.notes``)."""
+        question = self._validate(question)
+        started = time.perf_counter()
+        ledger = CallLedger()
+        notes: list[str] = []
+        asked = question
+        for flag, mode in ((self.config.denoise, "denoise"), (self.config.enhance_question, "enhance")):
+            if flag:
+                rewritten = self._ask(
+                    P.rewrite_question_prompt(asked, mode, self.style), ledger, mode, parse_rewritten
+                )
+                if rewritten is not None:
+                    asked = rewritten
+                else:
+                    notes.append(f"{mode}: unusable output, question kept")
+        sub_questions = [asked]
+        if self.config.decompose:
+            parts = self._ask(P.decompose_prompt(asked, self.style), ledger, "decompose", parse_steps)
+            if parts:
+                sub_questions = parts
+            else:
+                notes.append("decompose: unusable output, question kept whole")
+        steps: list[StepTrace] = []
+        plans: list[list[str]] = []
+        sub_answers: list[tuple[str, str]] = []
+        for sub in sub_questions:
+            answer = self._search(sub, ledger, steps, plans, notes)
+            sub_answers.append((sub, answer))
+        if len(sub_answers) == 1:
+            final = sub_answers[0][1]
+        else:
+            final = (
+                self._ask(
+                    P.final_answer_prompt(asked, sub_answers, self.style), ledger, "aggregate", parse_answer
+                )
+                or ""
+            )
+        triples, documents = self._evidence(steps)
+        return Answer(
+            question=question,
+            answer=final or NOT_ENOUGH_INFO,
+            not_enough_info=not final,
+            steps=steps,
+            plans=plans,
+            documents=documents,
+            triples=triples,
+            llm_calls=ledger.calls,
+            prompt_tokens=ledger.prompt_tokens,
+            completion_tokens=ledger.completion_tokens,
+            cache_hits=ledger.cache_hits,
+            calls_by_purpose=ledger.calls_by_purpose(),
+            seconds=time.perf_counter() - started,
+            prompt_version=P.PLANNER_PROMPT_VERSION,
+            notes=notes,
+            sub_answers=sub_answers if len(sub_answers) > 1 else [],
+        )
+
+    @property
+    def style(self):
+        return self.client.prompt_style
+
+    # -- the loop ----------------------------------------------------------------------------
+    def _search(
+        self,
+        question: str,
+        ledger: CallLedger,
+        steps: list[StepTrace],
+        plans: list[list[str]],
+        notes: list[str],
+    ) -> str:
+        """The step loop for one (sub-)question; returns its answer ('' when not enough info)."""
+        cfg = self.config
+        plan = self._ask(P.plan_prompt(question, self.style), ledger, "plan", parse_steps)
+        if not plan:
+            notes.append("plan: unusable output, the question is the only step")
+            plan = [question]
+        plans.append(list(plan))
+        found: list[tuple[str, str]] = []
+        done = 0
+        while done < len(plan) and done < cfg.max_steps:
+            step = self._run_step(len(steps), plan[done], ledger)
+            steps.append(step)
+            found.append((step.query, step.answer or P.UNKNOWN))
+            done += 1
+            remaining = plan[done:]
+            if cfg.merged_prompts:
+                if (
+                    remaining
+                    and cfg.skip_needless_updates
+                    and not any(_PLACEHOLDER.search(s) for s in remaining)
+                ):
+                    continue
+                update = self._ask(
+                    P.update_prompt(question, found, remaining, self.style), ledger, "update", parse_update
+                )
+                if update is None:
+                    step.degraded.append("update: unusable output, plan kept")
+                    continue
+                if update.final_answer:
+                    return update.final_answer
+                if update.remaining is not None and update.remaining != remaining:
+                    plan = plan[:done] + update.remaining
+                    plans.append(list(plan))
+            else:
+                if remaining:
+                    new = self._ask(
+                        P.enhance_prompt(question, found, remaining, self.style),
+                        ledger,
+                        "enhance",
+                        parse_steps,
+                    )
+                    if new is None:
+                        step.degraded.append("enhance: unusable output, plan kept")
+                    elif new != remaining:
+                        plan = plan[:done] + new
+                        plans.append(list(plan))
+                if self._ask(
+                    P.answerable_prompt(question, found, self.style), ledger, "answerable", parse_yes_no
+                ):
+                    break
+        if done < len(plan):
+            notes.append(f"stopped after max_steps={cfg.max_steps} with {len(plan) - done} steps left")
+        return (
+            self._ask(
+                P.final_answer_prompt(question, found, self.style), ledger, "final_answer", parse_answer
+            )
+            or ""
+        )
+
+    def _run_step(self, index: int, query: str, ledger: CallLedger) -> StepTrace:
+        cfg = self.config
+        started = time.perf_counter()
+        step = StepTrace(index=index, query=query)
+        # a. entities
+        mentions = dictionary_mentions(query, self._lookup) if cfg.dictionary_entities else []
+        step.entity_source = "dictionary"
+        if not mentions:
+            step.entity_source = "llm"
+            spec = ner_prompt(query, self.style)
+            completion = self.client.complete([spec.prompt], spec.params, ledger, "entities")[0]
+            if completion.ok:
+                mentions, _ = parse_entity_list(completion.text, query, spec.output_format)
+            else:
+                step.degraded.append(f"entities: {completion.error}")
+        step.entities = list(dict.fromkeys(m for m in mentions if m.strip()))
+        # b. vertices
+        matched: dict[str, list[VertexMatch]] = {}
+        if step.entities:
+            vectors = self.kg.embed(step.entities)
+            m = cfg.matching
+            for mention, vec in zip(step.entities, vectors, strict=True):
+                hits = self.kg.match_vertices(
+                    mention,
+                    m.vertices_per_entity,
+                    weights=(m.dense_weight, m.bm25_weight),
+                    min_similarity=m.min_similarity,
+                    mention_vector=vec,
+                )
+                if hits:
+                    matched[mention] = hits
+                step.matches[mention] = [(h.name, round(h.score, 4), h.exact) for h in hits]
+        if not matched:
+            step.degraded.append(
+                "no entity matched a KG vertex: clue query is the step itself, without seeds"
+            )
+        # c. clue queries
+        clues = self._clue_queries(query, matched, ledger, step)
+        # d. knowledge per clue query, filtered
+        vectors = self.kg.embed([c.query for c in clues])
+        per_clue: list[Knowledge] = []
+        for clue, vec in zip(clues, vectors, strict=True):
+            seeds = tuple(i for name in clue.seeds if (i := self.kg.index.entity_id(name)) is not None)
+            cq = ClueQuery(clue.query, vec, seeds)
+            knowledge = merge_knowledge([t.retrieve(cq) for t in self.traversals])
+            clue.notes.extend(knowledge.notes)
+            clue.triples = self._filter(cq, knowledge)
+            clue.documents = [
+                DocumentEvidence(d.doc_id, d.title, round(d.score, 6)) for d in knowledge.documents
+            ]
+            per_clue.append(knowledge)
+        step.clues = clues
+        # e. the step's answer
+        if cfg.merged_prompts:
+            facts = list(dict.fromkeys(t.text for c in clues for t in c.triples))
+            spec = P.answer_prompt(query, facts, self.style, self._document_texts(clues))
+            answer = self._ask(spec, ledger, "step_answer", parse_answer, step)
+        else:
+            specs = [
+                P.answer_prompt(c.query, [t.text for t in c.triples], self.style, self._document_texts([c]))
+                for c in clues
+            ]
+            outs = self._ask_many(specs, ledger, "clue_answer", parse_answer, step)
+            for c, a in zip(clues, outs, strict=True):
+                c.answer = a if a is not None else ""
+            pairs = [(c.query, c.answer or P.UNKNOWN) for c in clues]
+            answer = self._ask(
+                P.summary_prompt(query, pairs, self.style), ledger, "step_summary", parse_answer, step
+            )
+        step.answer = answer or ""
+        step.seconds = time.perf_counter() - started
+        return step
+
+    def _clue_queries(
+        self, query: str, matched: dict[str, list[VertexMatch]], ledger: CallLedger, step: StepTrace
+    ) -> list[ClueTrace]:
+        if not matched:
+            return [ClueTrace(query=query, seeds=[], how="step")]
+        mentions = list(matched)
+        combos = list(
+            itertools.islice(itertools.product(*(matched[m] for m in mentions)), self.config.max_clue_queries)
+        )
+        out: list[ClueTrace] = []
+        need_llm: list[tuple[int, list[tuple[str, str]]]] = []
+        for combo in combos:
+            seeds = [v.name for v in combo]
+            pairs = [(m, self.kg.entity_text(v.entity_id)) for m, v in zip(mentions, combo, strict=True)]
+            literal = all(v.exact or m.lower() in query.lower() for m, v in zip(mentions, combo, strict=True))
+            if self.config.literal_clue_queries and literal:
+                text = query
+                for m, name in pairs:
+                    if normalize(m) != normalize(name):
+                        text = re.sub(re.escape(m), name, text, flags=re.IGNORECASE)
+                out.append(ClueTrace(query=text, seeds=seeds, how="literal"))
+            else:
+                out.append(ClueTrace(query=query, seeds=seeds, how="llm"))
+                need_llm.append((len(out) - 1, pairs))
+        if need_llm:
+            specs = [P.clue_query_prompt(query, pairs, self.style) for _, pairs in need_llm]
+            rewritten = self._ask_many(specs, ledger, "clue_query", parse_rewritten, step)
+            for (i, _), text in zip(need_llm, rewritten, strict=True):
+                if text:
+                    out[i].query = text
+        unique: dict[tuple[str, tuple[str, ...]], ClueTrace] = {}
+        for c in out:
+            unique.setdefault((c.query, tuple(c.seeds)), c)
+        return list(unique.values())
+
+    def _filter(self, query: ClueQuery, knowledge: Knowledge) -> list[TripleEvidence]:
+        """At most ``top_triples`` fact triples, ranked by fused similarity to the clue query."""
+        by_id = {t.triple_id: t for t in knowledge.triples if self.kg.is_fact(t.triple_id)}
+        if not by_id:
+            return []
+        ids = list(by_id)
+        if len(ids) > self.config.top_triples:
+            import numpy as np
+
+            ranked = self.kg.search_triples(
+                query.vector,
+                query.text,
+                self.config.top_triples,
+                subset=np.array(ids),
+                fetch=len(ids),
+                weights=(0.9, 0.1),
+            )
+            ids = [t for t, _ in ranked]
+        out = []
+        for t in ids:
+            head, rel, tail = self.kg.triple_parts(t)
+            out.append(TripleEvidence(head, rel, tail, round(by_id[t].score, 6), by_id[t].source, t))
+        return out
+
+    def _document_texts(self, clues: Sequence[ClueTrace]) -> list[str]:
+        n = self.config.context_documents
+        if not n:
+            return []
+        doc_ids = list(dict.fromkeys(d.doc_id for c in clues for d in c.documents))[:n]
+        texts = self.kg.index.documents.column("text")
+        titles = self.kg.index.documents.column("title")
+        limit = self.config.max_document_chars
+        return [f"{titles[d].as_py()}: {texts[d].as_py()[:limit]}" for d in doc_ids]
+
+    def _evidence(self, steps: Sequence[StepTrace]) -> tuple[list[TripleEvidence], list[DocumentEvidence]]:
+        """All triples used (first occurrence) and documents ranked by retriever score or triple provenance."""
+        triples: dict[int, TripleEvidence] = {}
+        for s in steps:
+            for c in s.clues:
+                for t in c.triples:
+                    triples.setdefault(t.triple_id, t)
+        scores: dict[int, float] = {}
+        for s in steps:
+            for c in s.clues:
+                for d in c.documents:
+                    scores[d.doc_id] = scores.get(d.doc_id, 0.0) + d.score
+                for rank, t in enumerate(c.triples):
+                    for d in self.kg.index.triple_doc_ids[t.triple_id]:
+                        scores[d] = scores.get(d, 0.0) + 1.0 / (rank + 1)
+        titles = self.kg.index.documents.column("title")
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        return list(triples.values()), [
+            DocumentEvidence(d, titles[d].as_py(), round(s, 6)) for d, s in ranked
+        ]
+
+    # -- LLM helpers -------------------------------------------------------------------------
+    def _ask(self, spec: PromptSpec, ledger: CallLedger, purpose: str, parser, step: StepTrace | None = None):
+        return self._ask_many([spec], ledger, purpose, parser, step)[0]
+
+    def _ask_many(
+        self,
+        specs: Sequence[PromptSpec],
+        ledger: CallLedger,
+        purpose: str,
+        parser,
+        step: StepTrace | None = None,
+    ) -> list:
+        """Parsed values (``None`` where the call failed or its output was unusable, with a recorded reason)."""
+        if not specs:
+            return []
+        completions = self.client.complete([s.prompt for s in specs], specs[0].params, ledger, purpose)
+        values = []
+        for c in completions:
+            if not c.ok:
+                reason = f"{purpose}: LLM error {c.error}"
+                values.append(None)
+            else:
+                parsed = parser(c.text)
+                reason = None if parsed.ok else f"{purpose}: {parsed.reason}"
+                values.append(parsed.value)
+            if reason and step is not None:
+                step.degraded.append(reason)
+        return values
+
+    def _validate(self, question: str) -> str:
+        if not isinstance(question, str) or not question.strip():
+            raise PlannerInputError("the question is empty")
+        question = " ".join(question.split())
+        if len(question) > self.config.max_question_chars:
+            raise PlannerInputError(
+                f"the question has {len(question)} characters; the limit is {self.config.max_question_chars}"
+            )
+        return question
+
+
+def normalize(text: str) -> str:
+    return " ".join(text.lower().split())

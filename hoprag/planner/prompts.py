@@ -1,0 +1,309 @@
+"""Versioned PAI-2 planner prompts, in both styles, each paired with the parser of its output.
+
+``completion`` prompts are few-shot transcripts for base models (the embedded Gemma 3 270M);
+``chat`` prompts state the same task and output format as instructions for instruct models.
+Both styles ask for the same plain-line output, so one parser per task serves both.
+The examples follow the PAI-2 paper's plan-enhancement case ("Payment On Demand" / "My Cousin
+From Warsaw"). Changing any prompt text must bump :data:`PLANNER_PROMPT_VERSION` (LLM results
+are cached by prompt, and traces record the version).
+
+Tasks (``ours`` = the batched, merged design; ``paper`` = one call per PAI-2 sub-task):
+
+========================  =====  =====  ==================================================
+task                      ours   paper  output
+========================  =====  =====  ==================================================
+plan                      yes    yes    numbered steps
+clue_query                rare   yes    one rewritten question
+step_answer               yes    --     short answer or ``unknown`` (all clue queries' facts)
+clue_answer               --     yes    short answer or ``unknown`` (one clue query's facts)
+step_summary              --     yes    short answer or ``unknown`` (from the clue answers)
+update                    yes    --     ``Final answer: ...`` or the rewritten remaining steps
+enhance                   --     yes    the rewritten remaining steps
+answerable                --     yes    yes / no
+final_answer              yes    yes    short answer or ``unknown``
+========================  =====  =====  ==================================================
+
+Entity extraction reuses the indexing NER prompt (:func:`hoprag.extraction.prompts.ner_prompt`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hoprag.llm.base import ChatMessage, GenerationParams, PromptSpec, PromptStyle
+
+PLANNER_PROMPT_VERSION = "pai2-v1"
+
+UNKNOWN = "unknown"
+
+_PLAN_TASK = (
+    "Split each question into search steps, one per line. A step that needs an earlier step's "
+    "answer names it in [brackets]. A question that cannot be split is one step."
+)
+_PLAN_SHOTS = [
+    (
+        "Do both films Payment On Demand and My Cousin From Warsaw have directors from the same country?",
+        [
+            "Who is the director of Payment On Demand?",
+            "Who is the director of My Cousin From Warsaw?",
+            "What country is [director of Payment On Demand] from?",
+            "What country is [director of My Cousin From Warsaw] from?",
+        ],
+    ),
+    ("When was Carl Boese born?", ["When was Carl Boese born?"]),
+]
+
+_ANSWER_TASK = (
+    "Answer each question from the facts with a short phrase, or with unknown when the facts do not say."
+)
+_ANSWER_SHOTS = [
+    (
+        ["Payment On Demand | directed by | Curtis Bernhardt", "Curtis Bernhardt | born in | Worms"],
+        "Who is the director of Payment On Demand?",
+        "Curtis Bernhardt",
+    ),
+    (["Carl Boese | born in | Berlin"], "Who is the spouse of Carl Boese?", UNKNOWN),
+]
+
+_UPDATE_TASK = (
+    "After each search step, give the final answer if the findings answer the question; otherwise "
+    "rewrite the remaining steps, replacing [placeholders] with the names found."
+)
+_UPDATE_SHOTS = [
+    (
+        "Do both films Payment On Demand and My Cousin From Warsaw have directors from the same country?",
+        [
+            ("Who is the director of Payment On Demand?", "Curtis Bernhardt"),
+            ("Who is the director of My Cousin From Warsaw?", "Carl Boese"),
+        ],
+        [
+            "What country is [director of Payment On Demand] from?",
+            "What country is [director of My Cousin From Warsaw] from?",
+        ],
+        "3. What country is Curtis Bernhardt from?\n4. What country is Carl Boese from?",
+    ),
+    (
+        "Who is the spouse of the director of Payment On Demand?",
+        [
+            ("Who is the director of Payment On Demand?", "Curtis Bernhardt"),
+            ("Who is the spouse of Curtis Bernhardt?", "Pearl Argyle"),
+        ],
+        [],
+        "Final answer: Pearl Argyle",
+    ),
+]
+
+_FINAL_TASK = (
+    "Answer the question from the search results with a short phrase, or with unknown if they are not enough."
+)
+_FINAL_SHOTS = [
+    (
+        "Who is the spouse of the director of Payment On Demand?",
+        [
+            ("Who is the director of Payment On Demand?", "Curtis Bernhardt"),
+            ("Who is the spouse of Curtis Bernhardt?", "Pearl Argyle"),
+        ],
+        "Pearl Argyle",
+    ),
+]
+
+_CLUE_TASK = "Rewrite each question so that it uses the matched names exactly as given."
+_CLUE_SHOTS = [
+    (
+        "Who directed the movie payment on demand?",
+        [("payment on demand", "Payment On Demand")],
+        "Who directed Payment On Demand?",
+    ),
+]
+
+_ANSWERABLE_TASK = "Say yes if the search results are enough to answer the question, otherwise no."
+_ENHANCE_TASK = "Rewrite the remaining search steps, replacing [placeholders] with the names found."
+_SUMMARY_TASK = (
+    "Combine the findings into a short answer to the question, or unknown if they do not answer it."
+)
+
+
+def _numbered(lines: Sequence[str], start: int = 1) -> str:
+    return "\n".join(f"{i}. {line}" for i, line in enumerate(lines, start=start))
+
+
+def _findings(found: Sequence[tuple[str, str]]) -> str:
+    return _numbered([f"{q} -> {a}" for q, a in found]) if found else "(none)"
+
+
+def _spec(
+    style: PromptStyle,
+    task: str,
+    shots: Sequence[str],
+    instance: str,
+    max_new_tokens: int,
+    stop: tuple[str, ...],
+) -> PromptSpec:
+    """A completion transcript (task, shots, instance) or a chat exchange with the same content."""
+    if style == "completion":
+        prompt = task + "\n\n" + "\n\n".join([*shots, instance])
+        return PromptSpec(
+            prompt, GenerationParams(max_new_tokens, 0.0, stop, stop_on_repeated_line=True), "lines"
+        )
+    messages: list[ChatMessage] = [
+        {
+            "role": "system",
+            "content": task + " Follow the format of the example exactly; write nothing else.",
+        },
+        {"role": "user", "content": f"Example:\n{shots[0]}\n\nNow complete this one:\n{instance}"},
+    ]
+    return PromptSpec(messages, GenerationParams(max_new_tokens, 0.0, ()), "lines")
+
+
+def plan_prompt(question: str, style: PromptStyle, max_new_tokens: int = 96) -> PromptSpec:
+    shots = [f"Question: {q}\nSteps:\n{_numbered(steps)}" for q, steps in _PLAN_SHOTS]
+    return _spec(
+        style, _PLAN_TASK, shots, f"Question: {question}\nSteps:\n", max_new_tokens, ("\n\n", "Question:")
+    )
+
+
+def _facts_block(facts: Sequence[str], documents: Sequence[str] = ()) -> str:
+    lines = [f"- {f}" for f in facts] or ["- (none)"]
+    docs = "".join(f"Document: {d}\n" for d in documents)
+    return f"{docs}Facts:\n" + "\n".join(lines)
+
+
+def answer_prompt(
+    question: str,
+    facts: Sequence[str],
+    style: PromptStyle,
+    documents: Sequence[str] = (),
+    max_new_tokens: int = 24,
+) -> PromptSpec:
+    """One question answered from facts (and document texts): step answers and clue answers."""
+    shots = [f"{_facts_block(f)}\nQuestion: {q}\nAnswer: {a}" for f, q, a in _ANSWER_SHOTS]
+    instance = f"{_facts_block(facts, documents)}\nQuestion: {question}\nAnswer:"
+    return _spec(style, _ANSWER_TASK, shots, instance, max_new_tokens, ("\n",))
+
+
+def update_prompt(
+    question: str,
+    found: Sequence[tuple[str, str]],
+    remaining: Sequence[str],
+    style: PromptStyle,
+    max_new_tokens: int = 96,
+) -> PromptSpec:
+    """Final answer or rewritten remaining steps, in one call (answerability + enhancement merged)."""
+
+    def block(q: str, f: Sequence[tuple[str, str]], rest: Sequence[str]) -> str:
+        return (
+            f"Question: {q}\nFound:\n{_findings(f)}\n"
+            f"Remaining:\n{_numbered(rest, len(f) + 1) if rest else '(none)'}\nNext:"
+        )
+
+    shots = [f"{block(q, f, r)}\n{out}" for q, f, r, out in _UPDATE_SHOTS]
+    return _spec(
+        style,
+        _UPDATE_TASK,
+        shots,
+        block(question, found, remaining) + "\n",
+        max_new_tokens,
+        ("\n\n", "Question:"),
+    )
+
+
+def enhance_prompt(
+    question: str,
+    found: Sequence[tuple[str, str]],
+    remaining: Sequence[str],
+    style: PromptStyle,
+    max_new_tokens: int = 96,
+) -> PromptSpec:
+    """The paper's plan enhancement alone: the remaining steps, rewritten."""
+    q, f, r, out = _UPDATE_SHOTS[0]
+    shot = f"Question: {q}\nFound:\n{_findings(f)}\nRemaining:\n{_numbered(r, len(f) + 1)}\nRewritten:\n{out}"
+    instance = (
+        f"Question: {question}\nFound:\n{_findings(found)}\n"
+        f"Remaining:\n{_numbered(remaining, len(found) + 1)}\nRewritten:\n"
+    )
+    return _spec(style, _ENHANCE_TASK, [shot], instance, max_new_tokens, ("\n\n", "Question:"))
+
+
+def answerable_prompt(question: str, found: Sequence[tuple[str, str]], style: PromptStyle) -> PromptSpec:
+    q, f, _ = _FINAL_SHOTS[0]
+    shots = [
+        f"Question: {q}\nSearch results:\n{_findings(f)}\nEnough: yes",
+        f"Question: {q}\nSearch results:\n{_findings(f[:1])}\nEnough: no",
+    ]
+    instance = f"Question: {question}\nSearch results:\n{_findings(found)}\nEnough:"
+    return _spec(style, _ANSWERABLE_TASK, shots, instance, 4, ("\n",))
+
+
+def final_answer_prompt(
+    question: str, found: Sequence[tuple[str, str]], style: PromptStyle, max_new_tokens: int = 24
+) -> PromptSpec:
+    shots = [f"Question: {q}\nSearch results:\n{_findings(f)}\nAnswer: {a}" for q, f, a in _FINAL_SHOTS]
+    instance = f"Question: {question}\nSearch results:\n{_findings(found)}\nAnswer:"
+    return _spec(style, _FINAL_TASK, shots, instance, max_new_tokens, ("\n",))
+
+
+def summary_prompt(
+    question: str, clue_answers: Sequence[tuple[str, str]], style: PromptStyle, max_new_tokens: int = 24
+) -> PromptSpec:
+    """The paper's step summary: one answer from the clue queries' answers."""
+    shot = (
+        "Question: Who is the director of Payment On Demand?\nFindings:\n"
+        "- Who directed Payment On Demand? -> Curtis Bernhardt\n- Who produced Payment On Demand? -> unknown\n"
+        "Answer: Curtis Bernhardt"
+    )
+    lines = "\n".join(f"- {q} -> {a}" for q, a in clue_answers) or "- (none)"
+    return _spec(
+        style,
+        _SUMMARY_TASK,
+        [shot],
+        f"Question: {question}\nFindings:\n{lines}\nAnswer:",
+        max_new_tokens,
+        ("\n",),
+    )
+
+
+def clue_query_prompt(
+    step: str, matches: Sequence[tuple[str, str]], style: PromptStyle, max_new_tokens: int = 48
+) -> PromptSpec:
+    """Rewrite a step so it names the matched KG vertices (mention, vertex name) pairs."""
+
+    def block(q: str, m: Sequence[tuple[str, str]]) -> str:
+        return f"Question: {q}\nMatched: " + "; ".join(f"{a} = {b}" for a, b in m) + "\nRewritten:"
+
+    shots = [f"{block(q, m)} {out}" for q, m, out in _CLUE_SHOTS]
+    return _spec(style, _CLUE_TASK, shots, block(step, matches), max_new_tokens, ("\n",))
+
+
+_REWRITE_TASKS = {
+    "denoise": (
+        "Rewrite each question without details that do not matter for answering it.",
+        "So, my friend asked me yesterday, and I could not remember: who directed Payment On Demand?",
+        "Who directed Payment On Demand?",
+    ),
+    "enhance": (
+        "Rewrite each question so that it is explicit and self-contained.",
+        "Payment On Demand director spouse?",
+        "Who is the spouse of the director of the film Payment On Demand?",
+    ),
+}
+
+
+def rewrite_question_prompt(
+    question: str, mode: str, style: PromptStyle, max_new_tokens: int = 64
+) -> PromptSpec:
+    """Question preprocessing: ``denoise`` or ``enhance`` (paper: both off by default)."""
+    task, before, after = _REWRITE_TASKS[mode]
+    shot = f"Question: {before}\nRewritten: {after}"
+    return _spec(style, task, [shot], f"Question: {question}\nRewritten:", max_new_tokens, ("\n",))
+
+
+def decompose_prompt(question: str, style: PromptStyle, max_new_tokens: int = 96) -> PromptSpec:
+    """Question preprocessing: independent sub-questions, each searched on its own."""
+    task = "Split each question into independent sub-questions, one per line; a simple question stays whole."
+    shot = (
+        "Question: Who is older, Carl Boese or Curtis Bernhardt?\nSub-questions:\n"
+        "1. When was Carl Boese born?\n2. When was Curtis Bernhardt born?"
+    )
+    return _spec(
+        style, task, [shot], f"Question: {question}\nSub-questions:\n", max_new_tokens, ("\n\n", "Question:")
+    )

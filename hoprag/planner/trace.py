@@ -1,0 +1,76 @@
+"""The structured record of one answered question: plans, steps, clue queries, evidence, LLM cost."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class TripleEvidence:
+    head: str
+    relation: str
+    tail: str
+    score: float
+    source: str
+    triple_id: int
+
+    @property
+    def text(self) -> str:
+        return f"{self.head} | {self.relation} | {self.tail}"
+
+
+@dataclass
+class DocumentEvidence:
+    doc_id: int
+    title: str
+    score: float
+
+
+@dataclass
+class ClueTrace:
+    query: str
+    seeds: list[str]
+    how: str  # "step" (no vertex), "literal" (names substituted), "llm" (rewritten by the LLM)
+    triples: list[TripleEvidence] = field(default_factory=list)
+    documents: list[DocumentEvidence] = field(default_factory=list)
+    answer: str | None = None  # paper-like mode only: the clue answer
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StepTrace:
+    index: int
+    query: str
+    entities: list[str] = field(default_factory=list)
+    entity_source: str = ""  # "dictionary" or "llm"
+    matches: dict[str, list[tuple[str, float, bool]]] = field(default_factory=dict)
+    clues: list[ClueTrace] = field(default_factory=list)
+    answer: str = ""
+    degraded: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass
+class Answer:
+    """The planner's answer to one question with its evidence, trace and cost."""
+
+    question: str
+    answer: str
+    not_enough_info: bool
+    steps: list[StepTrace]
+    plans: list[list[str]]
+    documents: list[DocumentEvidence]
+    triples: list[TripleEvidence]
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cache_hits: int
+    calls_by_purpose: dict[str, int]
+    seconds: float
+    prompt_version: str
+    notes: list[str] = field(default_factory=list)
+    sub_answers: list[tuple[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

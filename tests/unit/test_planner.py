@@ -1,0 +1,180 @@
+"""The PAI-2 loop driven by a scripted LLM on the paper's "Payment On Demand" case."""
+
+from __future__ import annotations
+
+import pytest
+
+from hoprag.planner import NOT_ENOUGH_INFO, Planner, PlannerConfig, PlannerInputError
+from tests.support.planner_llm import Rule, ScriptedPlannerLLM
+
+QUESTION = "Do both films Payment On Demand and My Cousin From Warsaw have directors from the same country?"
+PLAN = (
+    "1. Who is the director of Payment On Demand?\n"
+    "2. Who is the director of My Cousin From Warsaw?\n"
+    "3. What country is [director of Payment On Demand] from?\n"
+    "4. What country is [director of My Cousin From Warsaw] from?"
+)
+FILLED = "3. What country is Curtis Bernhardt from?\n4. What country is Carl Boese from?"
+
+
+def _script(**overrides: str) -> list[Rule]:
+    rules = {
+        "plan": Rule("plan", PLAN),
+        "a1": Rule("answer", "Curtis Bernhardt", "Question: Who is the director of Payment On Demand?"),
+        "a2": Rule("answer", "Carl Boese", "Question: Who is the director of My Cousin From Warsaw?"),
+        "a3": Rule("answer", "Germany", "Question: What country is Curtis Bernhardt from?"),
+        "a4": Rule("answer", "Germany", "Question: What country is Carl Boese from?"),
+        "final": Rule("update", "Final answer: yes", "4. What country is Carl Boese from? -> Germany"),
+        "fill": Rule(
+            "update", FILLED, "2. Who is the director of My Cousin From Warsaw? -> Carl Boese\nRemaining"
+        ),
+        "keep": Rule(
+            "update", PLAN.split("\n", 1)[1], "1. Who is the director of Payment On Demand? -> Curtis"
+        ),
+        "summary": Rule("summary", "Germany", "What country"),
+        "final_answer": Rule("final", "yes"),
+        "answerable": Rule("answerable", "yes", "4. What country is Carl Boese from? -> Germany"),
+    }
+    rules.update({k: Rule(**{**rules[k].__dict__, "response": v}) for k, v in overrides.items()})
+    return list(rules.values())  # first match wins: the final update is listed before the others
+
+
+def test_plan_enhancement_fills_placeholders_from_earlier_steps(film_kg) -> None:
+    llm = ScriptedPlannerLLM(_script())
+    result = Planner(film_kg, llm).answer(QUESTION)
+    assert result.answer == "yes" and not result.not_enough_info
+    assert [s.query for s in result.steps] == [
+        "Who is the director of Payment On Demand?",
+        "Who is the director of My Cousin From Warsaw?",
+        "What country is Curtis Bernhardt from?",
+        "What country is Carl Boese from?",
+    ]
+    assert result.plans[0][2] == "What country is [director of Payment On Demand] from?"
+    assert result.plans[-1][2:] == [
+        "What country is Curtis Bernhardt from?",
+        "What country is Carl Boese from?",
+    ]
+    step3 = result.steps[2]
+    assert step3.entity_source == "dictionary" and step3.matches["curtis bernhardt"][0][2] is True
+    assert "Curtis Bernhardt | born in | Worms" in [t.text for c in step3.clues for t in c.triples]
+    # plan, 4 step answers, updates after steps 1 and 2 (placeholders waiting), none after 3
+    # (step 4 needs nothing from it), one after 4 that gives the final answer.
+    assert llm.kinds() == ["plan", "answer", "update", "answer", "update", "answer", "answer", "update"]
+    assert result.llm_calls == 8 and result.calls_by_purpose["update"] == 3
+    assert result.documents and result.documents[0].title in {
+        "Curtis Bernhardt",
+        "Payment On Demand",
+        "Carl Boese",
+    }
+
+
+def test_early_stop_when_the_update_answers(film_kg) -> None:
+    rules = [
+        Rule("plan", "1. Who is the spouse of Curtis Bernhardt?\n2. When was [spouse] born?"),
+        Rule("answer", "Pearl Argyle"),
+        Rule("update", "Final answer: Pearl Argyle"),
+    ]
+    llm = ScriptedPlannerLLM(rules)
+    result = Planner(film_kg, llm).answer("Who is the spouse of Curtis Bernhardt?")
+    assert result.answer == "Pearl Argyle" and len(result.steps) == 1
+    assert "final" not in llm.kinds()
+
+
+def test_paper_like_pattern_costs_more_calls_than_ours_for_the_same_answer(film_kg) -> None:
+    ours_llm, paper_llm = ScriptedPlannerLLM(_script()), ScriptedPlannerLLM(_script())
+    ours = Planner(film_kg, ours_llm).answer(QUESTION)
+    paper = Planner(film_kg, paper_llm, PlannerConfig.paper_like()).answer(QUESTION)
+    assert ours.answer == paper.answer == "yes"
+    assert paper.llm_calls > ours.llm_calls
+    kinds = set(paper_llm.kinds())
+    assert {"plan", "entities", "answer", "summary", "enhance", "answerable", "final"} <= kinds
+    assert max(paper_llm.batches) == 1  # no batching in the paper-like pattern
+
+
+def test_independent_calls_of_a_step_go_as_one_batch(film_kg) -> None:
+    # The mention "Bernhardt Boese" is not a vertex name: it fuzzy-matches several vertices, so the
+    # step has one clue query per vertex, rewritten by the LLM in one batch, and (paper-style
+    # answers) one clue answer per clue query, again in one batch.
+    rules = [
+        Rule("plan", "1. Where was Bernhardt Boese born?"),
+        Rule("entities", "Bernhardt Boese"),
+        Rule("clue_query", "Where was Curtis Bernhardt born?", "= Curtis Bernhardt"),
+        Rule("clue_query", "Where was Carl Boese born?", "= Carl Boese"),
+        Rule("answer", "Worms"),
+    ]
+    config = PlannerConfig(merged_prompts=False, dictionary_entities=False, literal_clue_queries=False)
+    llm = ScriptedPlannerLLM(rules)
+    result = Planner(film_kg, llm, config).answer("Where was Bernhardt Boese born?")
+    clues = result.steps[0].clues
+    assert {"Where was Curtis Bernhardt born?", "Where was Carl Boese born?"} <= {c.query for c in clues}
+    assert llm.batches.count(len(clues)) == 2  # the rewrites, then the clue answers
+    assert result.calls_by_purpose["clue_answer"] == len(clues)  # a batch of k prompts is k calls
+    unbatched = ScriptedPlannerLLM(rules)
+    Planner(film_kg, unbatched, config.model_copy(update={"batch_calls": False})).answer(
+        "Where was Bernhardt Boese born?"
+    )
+    assert max(unbatched.batches) == 1 and len(unbatched.prompts) == len(llm.prompts)
+
+
+def test_cache_makes_a_repeated_question_free(film_kg) -> None:
+    llm = ScriptedPlannerLLM(_script())
+    planner = Planner(film_kg, llm)
+    first = planner.answer(QUESTION)
+    second = planner.answer(QUESTION)
+    assert first.llm_calls == 8 and second.llm_calls == 0 and second.cache_hits == 8
+    assert second.answer == first.answer
+    no_cache = Planner(film_kg, ScriptedPlannerLLM(_script()), PlannerConfig(cache_size=0))
+    no_cache.answer(QUESTION)
+    assert no_cache.answer(QUESTION).llm_calls == 8
+
+
+def test_malformed_outputs_degrade_steps_never_the_question(film_kg) -> None:
+    rules = [
+        Rule("plan", "Sure! Here is what I think about films."),  # no numbered steps
+        Rule("answer", "", "Question"),  # empty answer
+        Rule("update", "(((garbage"),
+        Rule("final", "", error="timeout"),
+    ]
+    result = Planner(film_kg, ScriptedPlannerLLM(rules)).answer("Who directed Payment On Demand?")
+    assert result.answer == NOT_ENOUGH_INFO and result.not_enough_info
+    assert "plan: unusable output, the question is the only step" in result.notes
+    assert [s.query for s in result.steps] == ["Who directed Payment On Demand?"]
+    degraded = result.steps[0].degraded
+    assert "step_answer: empty answer" in degraded and "update: unusable output, plan kept" in degraded
+
+
+def test_a_question_without_matchable_entities_still_searches(film_kg) -> None:
+    rules = [
+        Rule("plan", "1. Which drug cures Zorblax?"),
+        Rule("entities", "Zorblax"),
+        Rule("answer", "Ostarizumab"),
+        Rule("update", "Final answer: Ostarizumab"),
+    ]
+    result = Planner(film_kg, ScriptedPlannerLLM(rules), PlannerConfig(traversals=["beam", "naive"])).answer(
+        "Which drug cures Zorblax?"
+    )
+    step = result.steps[0]
+    assert step.entity_source == "llm" and step.matches == {"Zorblax": []}
+    assert any("no entity matched" in d for d in step.degraded)
+    assert "Ostarizumab | treats | Kellan fever" in [
+        t.text for t in step.clues[0].triples
+    ]  # naive needs no seed
+    assert result.answer == "Ostarizumab"
+
+
+def test_max_steps_bounds_an_ever_growing_plan(film_kg) -> None:
+    rules = [Rule("plan", "1. Who is [a]?\n2. Who is [b]?"), Rule("update", "2. Who is [c]?\n3. Who is [d]?")]
+    result = Planner(film_kg, ScriptedPlannerLLM(rules), PlannerConfig(max_steps=3)).answer("Who is it?")
+    assert len(result.steps) == 3
+    assert any("max_steps=3" in n for n in result.notes)
+
+
+@pytest.mark.parametrize("question", ["", "   ", "x" * 3000])
+def test_empty_and_huge_questions_are_refused(film_kg, question: str) -> None:
+    with pytest.raises(PlannerInputError):
+        Planner(film_kg, ScriptedPlannerLLM([])).answer(question)
+
+
+def test_glm_traversal_needs_a_retriever(film_kg) -> None:
+    with pytest.raises(ValueError, match="retriever"):
+        Planner(film_kg, ScriptedPlannerLLM([]), PlannerConfig(traversals=["glm"]))

@@ -1,0 +1,127 @@
+"""Traversals on a small hand-built KG with known answers (see ``film_kg`` in conftest)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hoprag.planner.search import BM25, weighted_rrf
+from hoprag.planner.traversal.base import ClueQuery
+from hoprag.planner.traversal.beam import BeamSearchTraversal
+from hoprag.planner.traversal.naive import NaiveTraversal
+from hoprag.planner.traversal.retriever import RetrieverTraversal
+from hoprag.planner.traversal.water_circles import WaterCirclesTraversal
+from hoprag.retrieval.dense import DenseRetriever
+
+
+def _query(kg, text: str, *seeds: str) -> ClueQuery:
+    ids = tuple(kg.index.entity_id(s) for s in seeds)
+    assert None not in ids
+    return ClueQuery(text, kg.embed([text])[0], ids)
+
+
+def _texts(kg, knowledge) -> list[str]:
+    return [" | ".join(kg.triple_parts(t.triple_id)) for t in knowledge.triples]
+
+
+def test_weighted_rrf_by_hand() -> None:
+    # a: 0.7/61 + 0.3/62; b: 0.7/62; c: 0.3/61
+    fused = dict(weighted_rrf([["a", "b"], ["c", "a"]], [0.7, 0.3]))
+    assert fused["a"] == pytest.approx(0.7 / 61 + 0.3 / 62)
+    assert fused["b"] == pytest.approx(0.7 / 62)
+    assert list(dict(weighted_rrf([["a", "b"], ["c", "a"]], [0.7, 0.3]))) == ["a", "b", "c"]
+
+
+def test_bm25_prefers_rare_terms_and_ignores_absent_ones() -> None:
+    bm25 = BM25(["carl boese", "carl berlin", "worms germany"])
+    s = bm25.scores("Boese")
+    assert s[0] > 0 and s[1] == 0 and s[2] == 0
+    assert bm25.scores("nothing here").sum() == 0
+
+
+def test_beam_depth_limits_paths_and_no_vertex_is_reused(film_kg) -> None:
+    q = _query(film_kg, "What country is the director of Payment On Demand from?", "Payment On Demand")
+    for depth in (1, 2, 3):
+        beam = BeamSearchTraversal(film_kg, depth=depth, max_paths=10, min_similarity=-1.0)
+        paths = beam.paths(q, q.seeds[0])
+        assert paths and all(1 <= len(p.triples) <= depth for p in paths)
+        assert max(len(p.triples) for p in paths) == depth  # the graph is deep enough
+        for p in paths:
+            assert len(set(p.nodes)) == len(p.nodes)  # the Worms-Berlin-Germany cycle is never closed
+            assert len(set(p.triples)) == len(p.triples)
+    two_hops = _texts(film_kg, BeamSearchTraversal(film_kg, depth=2, min_similarity=-1.0).retrieve(q))
+    assert "Curtis Bernhardt | born in | Worms" in two_hops
+    assert "Worms | city in | Germany" not in two_hops  # three hops away
+    assert "Ostarizumab | treats | Kellan fever" not in two_hops  # another component
+
+
+def test_beam_paths_do_not_share_vertices_across_the_beam(film_kg) -> None:
+    q = _query(film_kg, "Where was Curtis Bernhardt born?", "Curtis Bernhardt")
+    paths = BeamSearchTraversal(film_kg, depth=3, max_paths=10, min_similarity=-1.0).paths(q, q.seeds[0])
+    ends = [p.nodes[-1] for p in paths]
+    assert len(ends) == len(set(ends))
+
+
+def test_beam_threshold_prunes_irrelevant_triples_and_needs_seeds(film_kg) -> None:
+    q = _query(film_kg, "Where was Curtis Bernhardt born?", "Curtis Bernhardt")
+    assert BeamSearchTraversal(film_kg, min_similarity=0.99).retrieve(q).triples == []
+    unseeded = BeamSearchTraversal(film_kg).retrieve(ClueQuery(q.text, q.vector, ()))
+    assert unseeded.triples == [] and unseeded.notes == ["beam: no seed vertex"]
+
+
+def test_water_circles_joins_two_seeds_through_where_their_circles_meet(film_kg) -> None:
+    q = _query(
+        film_kg,
+        "Are Curtis Bernhardt and Carl Boese from the same country?",
+        "Curtis Bernhardt",
+        "Carl Boese",
+    )
+    found = _texts(film_kg, WaterCirclesTraversal(film_kg, depth=2).retrieve(q))
+    # Curtis -> Worms -> {Germany, Berlin} and Carl -> Berlin -> Germany meet at Berlin and Germany.
+    assert {"Curtis Bernhardt | born in | Worms", "Carl Boese | born in | Berlin"} <= set(found)
+    assert "Worms | twinned with | Berlin" in found or "Worms | city in | Germany" in found
+    assert not any("Payment On Demand" in t or "Pearl Argyle" in t for t in found)  # off the chains
+
+
+def test_water_circles_quota_and_fallback_without_chains(film_kg) -> None:
+    q = _query(
+        film_kg,
+        "Are Curtis Bernhardt and Carl Boese from the same country?",
+        "Curtis Bernhardt",
+        "Carl Boese",
+    )
+    small = WaterCirclesTraversal(film_kg, depth=2, chain_quota=2).retrieve(q)
+    assert 0 < len(small.triples) <= 2  # quota 2 for two seeds with chains: int(2 / 2) = 1 each
+    # Seeds in different components never meet: each gives its one-hop triples (other_quota).
+    apart = _query(film_kg, "Does Ostarizumab treat Curtis Bernhardt?", "Ostarizumab", "Curtis Bernhardt")
+    found = _texts(film_kg, WaterCirclesTraversal(film_kg, depth=3, other_quota=1).retrieve(apart))
+    assert len(found) == 2 and "Ostarizumab | treats | Kellan fever" in found
+
+
+def test_naive_finds_the_fact_without_seeds(film_kg) -> None:
+    q = ClueQuery(
+        "Who directed My Cousin From Warsaw?", film_kg.embed(["Who directed My Cousin From Warsaw?"])[0]
+    )
+    found = _texts(film_kg, NaiveTraversal(film_kg, k=3).retrieve(q))
+    assert found[0] == "My Cousin From Warsaw | directed by | Carl Boese"
+    assert len(found) == 3
+
+
+def test_retriever_traversal_gives_documents_from_the_dense_baseline(film_kg, embedder) -> None:
+    q = _query(film_kg, "Who directed My Cousin From Warsaw?", "My Cousin From Warsaw")
+    knowledge = RetrieverTraversal(
+        film_kg, DenseRetriever(film_kg.index, embedder), top_documents=2
+    ).retrieve(q)
+    assert [d.title for d in knowledge.documents][0] == "My Cousin From Warsaw"
+    assert knowledge.triples == []  # the dense baseline scores no entities
+
+
+def test_vertex_matching_exact_wins_and_fuzzy_returns_at_most_k(film_kg) -> None:
+    exact = film_kg.match_vertices("curtis  Bernhardt")
+    assert [(m.name, m.exact) for m in exact] == [("curtis bernhardt", True)]
+    fuzzy = film_kg.match_vertices("Bernhardt", k=3)
+    assert 1 <= len(fuzzy) <= 3 and fuzzy[0].name == "curtis bernhardt" and not fuzzy[0].exact
+    assert film_kg.match_vertices("   ") == []
+    vectors = film_kg.triple_vectors
+    assert vectors.shape == (film_kg.index.num_triples, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
