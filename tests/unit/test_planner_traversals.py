@@ -112,7 +112,7 @@ def test_retriever_traversal_gives_documents_from_the_dense_baseline(film_kg, em
     knowledge = RetrieverTraversal(
         film_kg, DenseRetriever(film_kg.index, embedder), top_documents=2
     ).retrieve(q)
-    assert [d.title for d in knowledge.documents][0] == "My Cousin From Warsaw"
+    assert knowledge.documents[0].title == "My Cousin From Warsaw"
     assert knowledge.triples == []  # the dense baseline scores no entities
 
 
