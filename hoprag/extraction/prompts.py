@@ -14,7 +14,7 @@ from hoprag.llm.base import ChatMessage, GenerationParams, PromptSpec, PromptSty
 
 PROMPT_VERSION = "openie-v1"
 
-__all__ = ["PROMPT_VERSION", "PromptSpec", "ner_prompt", "openie_prompt"]
+__all__ = ["PROMPT_VERSION", "PromptSpec", "last_block", "ner_prompt", "openie_prompt"]
 
 # Invented names on purpose: a small model copies unfamiliar names faithfully, but drifts to
 # famous ones ("Paris") when the examples contain real entities.
@@ -104,3 +104,14 @@ def ner_prompt(text: str, style: PromptStyle, max_new_tokens: int = 48) -> Promp
         {"role": "user", "content": text},
     ]
     return PromptSpec(messages, GenerationParams(max_new_tokens * 2, 0.0, ()), "json")
+
+
+def last_block(prompt: str, head: str, tail: str) -> str | None:
+    """The text between the last ``head`` and the following ``tail`` of a few-shot prompt: the
+    instance being asked about (``None`` when ``head`` does not occur)."""
+    start = prompt.rfind(head)
+    if start < 0:
+        return None
+    body = prompt[start + len(head) :]
+    end = body.find(tail)
+    return (body[:end] if end >= 0 else body).strip()

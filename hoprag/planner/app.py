@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.planner.config import PlannerConfig
+from hoprag.planner.planner import Planner
 
 
 class AskConfig(BaseModel):
@@ -24,7 +25,6 @@ def build_planner(index_dir: str | Path, config: AskConfig, retriever_spec: str 
     from hoprag.kg.index import KGIndex
     from hoprag.llm.factory import build_llm
     from hoprag.planner.knowledge import KnowledgeGraphView
-    from hoprag.planner.planner import Planner
     from hoprag.retrieval.loading import load_retriever
 
     index = KGIndex(index_dir)

@@ -62,7 +62,7 @@ def parse_steps(text: str) -> Parsed[list[str]]:
 def parse_answer(text: str) -> Parsed[str]:
     """A short answer; the value is ``""`` when the model says it does not know."""
     line = next((ln for ln in text.splitlines() if ln.strip()), "")
-    line = _ANSWER_PREFIX.sub("", line).strip().strip("\"'“”").rstrip(".").strip()
+    line = _ANSWER_PREFIX.sub("", line).strip().strip("\"'“”").rstrip(".").strip().strip("\"'“”").strip()
     if not line:
         return Parsed(None, "empty answer")
     if len(line) > MAX_ANSWER_CHARS:

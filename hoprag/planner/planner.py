@@ -16,16 +16,25 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from hoprag.extraction.parsing import parse_entity_list
 from hoprag.extraction.prompts import ner_prompt
-from hoprag.llm.base import LLM, PromptSpec
+from hoprag.llm.base import LLM, Prompt, PromptSpec, PromptStyle
 from hoprag.planner import prompts as P
 from hoprag.planner.config import PlannerConfig
 from hoprag.planner.knowledge import KnowledgeGraphView, VertexMatch
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
-from hoprag.planner.parsing import parse_answer, parse_rewritten, parse_steps, parse_update, parse_yes_no
+from hoprag.planner.parsing import (
+    Parsed,
+    PlanUpdate,
+    parse_answer,
+    parse_rewritten,
+    parse_steps,
+    parse_update,
+    parse_yes_no,
+)
 from hoprag.planner.trace import Answer, ClueTrace, DocumentEvidence, StepTrace, TripleEvidence
 from hoprag.planner.traversal.base import ClueQuery, Knowledge, Traversal, merge_knowledge
 from hoprag.planner.traversal.beam import BeamSearchTraversal
@@ -36,6 +45,7 @@ from hoprag.retrieval.base import Retriever
 from hoprag.text import dictionary_mentions
 
 NOT_ENOUGH_INFO = "NotEnoughInfo"
+T = TypeVar("T")
 _PLACEHOLDER = re.compile(r"\[[^\]]+\]")
 
 
@@ -145,7 +155,7 @@ class Planner:
         )
 
     @property
-    def style(self):
+    def style(self) -> PromptStyle:
         return self.client.prompt_style
 
     # -- the loop ----------------------------------------------------------------------------
@@ -180,10 +190,14 @@ class Planner:
                 ):
                     continue
                 update = self._ask(
-                    P.update_prompt(question, found, remaining, self.style), ledger, "update", parse_update
+                    P.update_prompt(question, found, remaining, self.style),
+                    ledger,
+                    "update",
+                    parse_update,
+                    step,
                 )
                 if update is None:
-                    step.degraded.append("update: unusable output, plan kept")
+                    step.degraded.append("update: plan kept")
                     continue
                 if update.final_answer:
                     return update.final_answer
@@ -197,14 +211,15 @@ class Planner:
                         ledger,
                         "enhance",
                         parse_steps,
+                        step,
                     )
                     if new is None:
-                        step.degraded.append("enhance: unusable output, plan kept")
+                        step.degraded.append("enhance: plan kept")
                     elif new != remaining:
                         plan = plan[:done] + new
                         plans.append(list(plan))
                 if self._ask(
-                    P.answerable_prompt(question, found, self.style), ledger, "answerable", parse_yes_no
+                    P.answerable_prompt(question, found, self.style), ledger, "answerable", parse_yes_no, step
                 ):
                     break
         if done < len(plan):
@@ -388,22 +403,25 @@ class Planner:
         specs: Sequence[PromptSpec],
         ledger: CallLedger,
         purpose: str,
-        parser,
+        parser: Callable[[str], Parsed[T]],
         step: StepTrace | None = None,
-    ) -> list:
+    ) -> list[T | None]:
         """Parsed values (``None`` where the call failed or its output was unusable, with a recorded reason)."""
         if not specs:
             return []
         completions = self.client.complete([s.prompt for s in specs], specs[0].params, ledger, purpose)
-        values = []
-        for c in completions:
+        values: list[T | None] = []
+        for spec, c in zip(specs, completions, strict=True):
             if not c.ok:
                 reason = f"{purpose}: LLM error {c.error}"
                 values.append(None)
             else:
                 parsed = parser(c.text)
                 reason = None if parsed.ok else f"{purpose}: {parsed.reason}"
-                values.append(parsed.value)
+                value = _drop_copies(spec.prompt, parsed.value)
+                if parsed.ok and value is None:
+                    reason = f"{purpose}: output copied from the prompt's examples"
+                values.append(value)
             if reason and step is not None:
                 step.degraded.append(reason)
         return values
@@ -417,6 +435,21 @@ class Planner:
                 f"the question has {len(question)} characters; the limit is {self.config.max_question_chars}"
             )
         return question
+
+
+def _drop_copies(prompt: Prompt, value: T | None) -> T | None:
+    """``None`` for an answer, or the steps minus those, copied from the prompt's examples."""
+    if isinstance(value, str):
+        return None if P.copied_from_examples(prompt, value) else value
+    if isinstance(value, list):
+        kept = [s for s in value if not (isinstance(s, str) and P.copied_from_examples(prompt, s))]
+        return kept or None  # type: ignore[return-value]
+    if isinstance(value, PlanUpdate):
+        if value.final_answer is not None:
+            return None if P.copied_from_examples(prompt, value.final_answer) else value
+        steps = _drop_copies(prompt, value.remaining)
+        return PlanUpdate(None, steps) if steps else None  # type: ignore[return-value]
+    return value
 
 
 def normalize(text: str) -> str:

@@ -28,9 +28,10 @@ Entity extraction reuses the indexing NER prompt (:func:`hoprag.extraction.promp
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-from hoprag.llm.base import ChatMessage, GenerationParams, PromptSpec, PromptStyle
+from hoprag.llm.base import ChatMessage, GenerationParams, Prompt, PromptSpec, PromptStyle
 
 PLANNER_PROMPT_VERSION = "pai2-v1"
 
@@ -150,7 +151,7 @@ def _spec(
             "role": "system",
             "content": task + " Follow the format of the example exactly; write nothing else.",
         },
-        {"role": "user", "content": f"Example:\n{shots[0]}\n\nNow complete this one:\n{instance}"},
+        {"role": "user", "content": f"Example:\n{shots[0]}\n\n{_INSTANCE_MARKER}\n{instance}"},
     ]
     return PromptSpec(messages, GenerationParams(max_new_tokens, 0.0, ()), "lines")
 
@@ -307,3 +308,55 @@ def decompose_prompt(question: str, style: PromptStyle, max_new_tokens: int = 96
     return _spec(
         style, task, [shot], f"Question: {question}\nSub-questions:\n", max_new_tokens, ("\n\n", "Question:")
     )
+
+
+_INSTANCE_MARKER = "Now complete this one:"
+
+
+def copied_from_examples(prompt: Prompt, text: str) -> bool:
+    """Whether ``text`` was copied from the prompt's worked examples rather than written about the
+    instance: it occurs (as whole words) in the examples, not in the instance, and names nothing
+    the instance names.
+
+    Small base models sometimes answer with an example's answer ("Pearl Argyle") or plan an
+    example's steps; such output is not about the question and is treated as unusable.
+    """
+    flat = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
+    if _INSTANCE_MARKER in flat:
+        examples, instance = flat.rsplit(_INSTANCE_MARKER, 1)
+    else:
+        examples, _, instance = flat.rpartition("\n\n")
+    needle = text.lower().strip()
+    instance = instance.lower()
+    if (
+        not needle
+        or needle in instance
+        or not re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", examples.lower())
+    ):
+        return False
+    names = {w.lower() for w in _NAME_WORD.findall(text)} - _QUESTION_WORDS
+    return not any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", instance) for n in names)
+
+
+_NAME_WORD = re.compile(r"\b[A-Z0-9][\w'-]*")
+_QUESTION_WORDS = {
+    "who",
+    "what",
+    "when",
+    "where",
+    "which",
+    "why",
+    "how",
+    "is",
+    "are",
+    "was",
+    "were",
+    "do",
+    "does",
+    "did",
+    "the",
+    "a",
+    "an",
+    "in",
+    "of",
+}

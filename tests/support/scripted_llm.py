@@ -20,20 +20,12 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 
+from hoprag.extraction.prompts import last_block
 from hoprag.llm.base import Completion, GenerationParams, Prompt, PromptStyle, truncate_at_stop
 
 _SPAN = re.compile(r"(?:[A-Z0-9][\w'’-]*)(?:\s+(?:[A-Z0-9][\w'’-]*))*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _MARKER = re.compile(r"\[\[[A-Z]+\]\]")
-
-
-def _last_block(prompt: str, head: str, tail: str) -> str | None:
-    start = prompt.rfind(head)
-    if start < 0:
-        return None
-    body = prompt[start + len(head) :]
-    end = body.find(tail)
-    return body[:end].strip() if end >= 0 else body.strip()
 
 
 def rule_triples(passage: str) -> list[tuple[str, str, str]]:
@@ -71,7 +63,7 @@ class RuleBasedLLM:
         return "completion"
 
     def _answer(self, prompt: str) -> str:
-        passage = _last_block(prompt, "Passage:", "\nTriples:")
+        passage = last_block(prompt, "Passage:", "\nTriples:")
         if passage is not None and prompt.rstrip().endswith("Triples:"):
             with self._lock:
                 self.calls["openie"] += 1
@@ -92,7 +84,7 @@ class RuleBasedLLM:
                 s, r, o = triples[0]
                 lines.append(f"({s} | {r} {o})")
             return "\n".join(lines) + "\n\n"
-        question = _last_block(prompt, "Question:", "\nEntities:")
+        question = last_block(prompt, "Question:", "\nEntities:")
         if question is not None:
             with self._lock:
                 self.calls["ner"] += 1

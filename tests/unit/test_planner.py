@@ -140,7 +140,8 @@ def test_malformed_outputs_degrade_steps_never_the_question(film_kg) -> None:
     assert "plan: unusable output, the question is the only step" in result.notes
     assert [s.query for s in result.steps] == ["Who directed Payment On Demand?"]
     degraded = result.steps[0].degraded
-    assert "step_answer: empty answer" in degraded and "update: unusable output, plan kept" in degraded
+    assert "step_answer: empty answer" in degraded
+    assert "update: neither a final answer nor numbered steps" in degraded and "update: plan kept" in degraded
 
 
 def test_a_question_without_matchable_entities_still_searches(film_kg) -> None:
@@ -178,3 +179,66 @@ def test_empty_and_huge_questions_are_refused(film_kg, question: str) -> None:
 def test_glm_traversal_needs_a_retriever(film_kg) -> None:
     with pytest.raises(ValueError, match="retriever"):
         Planner(film_kg, ScriptedPlannerLLM([]), PlannerConfig(traversals=["glm"]))
+
+
+def test_decomposition_answers_sub_questions_and_aggregates(film_kg) -> None:
+    rules = [
+        Rule("decompose", "1. When was Curtis Bernhardt born?\n2. When was Carl Boese born?"),
+        Rule("plan", "1. Where was Curtis Bernhardt born?", "Curtis"),
+        Rule("plan", "1. Where was Carl Boese born?", "Carl"),
+        Rule("answer", "Worms", "Curtis"),
+        Rule("answer", "Berlin", "Carl"),
+        Rule("update", "Final answer: Worms", "Curtis"),
+        Rule("update", "Final answer: Berlin", "Carl"),
+        Rule("final", "Worms and Berlin"),
+    ]
+    llm = ScriptedPlannerLLM(rules)
+    result = Planner(film_kg, llm, PlannerConfig(decompose=True)).answer(
+        "Where were Curtis Bernhardt and Carl Boese born?"
+    )
+    assert result.sub_answers == [
+        ("When was Curtis Bernhardt born?", "Worms"),
+        ("When was Carl Boese born?", "Berlin"),
+    ]
+    assert result.answer == "Worms and Berlin" and result.calls_by_purpose["aggregate"] == 1
+    assert len(result.plans) == 2
+
+
+def test_glm_traversal_brings_documents_into_the_answer_prompt(film_kg, embedder) -> None:
+    import torch
+
+    from hoprag.glm.backbone import BackboneConfig, build_backbone, load_tokenizer
+    from hoprag.glm.encoder import GraphT5Encoder
+    from hoprag.glm.model import GLMRetrieverModel
+    from hoprag.glm.retriever import GLMRetriever, GLMSettings
+
+    cfg = BackboneConfig(num_layers=1)
+    torch.manual_seed(0)
+    model = GLMRetrieverModel(GraphT5Encoder(build_backbone(cfg)), question_dim=384).eval()
+    glm = GLMRetriever(film_kg.index, model, load_tokenizer(cfg), GLMSettings(), embedder)
+    llm = ScriptedPlannerLLM([Rule("plan", "1. Where was Curtis Bernhardt born?"), Rule("answer", "Worms")])
+    config = PlannerConfig(traversals=["glm"], context_documents=2)
+    result = Planner(film_kg, llm, config, retriever=glm).answer("Where was Curtis Bernhardt born?")
+    clue = result.steps[0].clues[0]
+    assert clue.documents and all(t.source == "glm" for t in clue.triples)
+    assert any("curtis bernhardt" in (t.head.lower(), t.tail.lower()) for t in clue.triples)
+    answer_block = next(b for k, b in llm.prompts if k == "answer")
+    assert answer_block.count("Document: ") == 2
+    assert result.documents[0].title in {d.title for d in clue.documents}
+
+
+def test_output_copied_from_the_prompt_examples_is_not_an_answer(film_kg) -> None:
+    # A small base model may repeat the few-shot examples: their plan and their answer.
+    rules = [
+        Rule("plan", PLAN),  # the example's plan, for a question about something else
+        Rule("answer", "Worms"),  # an example's answer, absent from the facts shown
+        Rule("update", "Final answer: Pearl Argyle"),
+        Rule("final", "Pearl Argyle"),
+    ]
+    beam_only = PlannerConfig(traversals=["beam"])  # facts about the drug only, none naming Pearl Argyle
+    result = Planner(film_kg, ScriptedPlannerLLM(rules), beam_only).answer("Which drug treats Kellan fever?")
+    assert "plan: unusable output, the question is the only step" in result.notes
+    step = result.steps[0]
+    assert "step_answer: output copied from the prompt's examples" in step.degraded
+    assert "update: output copied from the prompt's examples" in step.degraded
+    assert result.answer == NOT_ENOUGH_INFO

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from hoprag.extraction.prompts import last_block
 from hoprag.llm.base import Completion, GenerationParams, Prompt, PromptStyle, truncate_at_stop
 
 
@@ -41,15 +42,6 @@ def reference_model_id(world: Path) -> str:
     """The backend's ``model_id`` (part of extraction-cache keys): benchmark folder and file name."""
     world = Path(world)
     return f"reference:{world.parent.parent.name}/{world.name}"
-
-
-def _last_block(prompt: str, head: str, tail: str) -> str | None:
-    start = prompt.rfind(head)
-    if start < 0:
-        return None
-    body = prompt[start + len(head) :]
-    end = body.find(tail)
-    return (body[:end] if end >= 0 else body).strip()
 
 
 def _mentions(text: str, names: Sequence[str]) -> list[str]:
@@ -110,10 +102,10 @@ class ReferenceExtractorLLM:
 
     def _answer(self, prompt: str) -> str:
         if prompt.rstrip().endswith("Triples:"):
-            passage = _last_block(prompt, "Passage:", "\nTriples:") or ""
+            passage = last_block(prompt, "Passage:", "\nTriples:") or ""
             return "\n".join(f"({s} | {r} | {o})" for s, r, o in self.triples(passage)) + "\n\n"
         if prompt.rstrip().endswith("Entities:"):
-            question = _last_block(prompt, "Question:", "\nEntities:") or ""
+            question = last_block(prompt, "Question:", "\nEntities:") or ""
             return "; ".join(_mentions(question, self._names)) + "\n"
         return ""
 
