@@ -77,6 +77,7 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument("--workdir", type=Path, default=Path("runs/demo"), help="where the demo writes its index")
     d.add_argument("--fresh", action="store_true", help="discard a previous demo index (and its cache) first")
     d.add_argument("--train-steps", type=int, default=150, help="GLM training steps (0 skips training)")
+    d.add_argument("--no-serve", action="store_true", help="stop after training (skip serving and answering)")
     _add_config_args(d)
 
     t = sub.add_parser(
@@ -105,12 +106,29 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     er.add_argument("--json", action="store_true", help="print one JSON object")
 
-    a = sub.add_parser("ask", help="answer a question with the PAI-2 planner over a KG index")
+    sv = sub.add_parser("serve", help="serve the QA app (Ray Serve) locally in the foreground")
+    sv.add_argument("--index", required=True, help="index directory")
+    sv.add_argument("--retriever", default="dense", help="GLM retriever / training run directory, or 'dense'")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8000)
+    _add_config_args(sv)
+
+    a = sub.add_parser("ask", help="answer a question (PAI-2 planner or single-shot GLM-RAG)")
     a.add_argument("question", help="the question (quote it)")
-    a.add_argument("--index", type=Path, required=True, help="index directory")
+    a.add_argument("--index", type=Path, default=None, help="index directory (local answering)")
+    a.add_argument("--url", default=None, help="base URL of a running `hoprag serve` (instead of --index)")
+    a.add_argument("--token", default=None, help="bearer token for --url (default: $HOPRAG_TOKEN)")
     a.add_argument(
         "--retriever", default=None, help="GLM retriever / training run directory: adds the 'glm' traversal"
     )
+    a.add_argument(
+        "--mode",
+        choices=["plan", "retrieve"],
+        default="plan",
+        help="plan: PAI-2 planner; retrieve: single-shot GLM-RAG (one retrieval, one LLM call; "
+        "uses --retriever, else the dense baseline)",
+    )
+    a.add_argument("--top-k", type=int, default=5, help="documents returned (retrieve mode)")
     a.add_argument("--json", action="store_true", help="print one JSON object (answer, trace, cost)")
     _add_config_args(a)
 
@@ -125,6 +143,12 @@ def _build_parser() -> argparse.ArgumentParser:
     bi.add_argument("--json", action="store_true")
     bi.add_argument("--workdir", type=Path, default=Path("runs/bench-index"))
     _add_config_args(bi)
+    bs = bsub.add_parser(
+        "serve", help="QA route QPS and p50/p95/p99: batching on/off, 1 vs 2 replicas, autoscaling"
+    )
+    from serving.bench import add_arguments as _serve_bench_arguments
+
+    _serve_bench_arguments(bs)
     bp = bsub.add_parser("plan", help="planner cost per question: paper-like calls vs hoprag's, same run")
     from evaluation.planner_bench import add_arguments as _plan_bench_arguments
 
@@ -178,17 +202,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 config_path=args.config,
                 overrides=args.overrides,
                 train_steps=args.train_steps,
+                serve=not args.no_serve,
             )
         if args.command == "train":
             return _cmd_train(args)
         if args.command == "ask":
             return _cmd_ask(args)
+        if args.command == "serve":
+            return _cmd_serve(args)
         if args.command == "eval" and args.eval == "retrieval":
             return _cmd_eval_retrieval(args)
         if args.command == "bench" and args.bench == "train":
             from training.bench import run_train_benchmark
 
             return run_train_benchmark(args)
+        if args.command == "bench" and args.bench == "serve":
+            from serving.bench import run_serve_benchmark
+
+            return run_serve_benchmark(args)
         if args.command == "bench" and args.bench == "plan":
             from evaluation.planner_bench import run_plan_benchmark
 
@@ -277,18 +308,57 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from hoprag.config import load_config
+    from serving.run import serve_foreground
+    from serving.settings import QAAppSettings
+
+    overrides = [*args.overrides, f"index={args.index}", f"retriever={args.retriever}"]
+    settings = load_config(QAAppSettings, args.config, overrides)
+    return serve_foreground(settings, args.host, args.port)
+
+
+def _ask_url(args: argparse.Namespace) -> int:
+    import os
+
+    from serving.client import QAClient, QAClientError
+
+    client = QAClient(args.url, token=args.token or os.environ.get("HOPRAG_TOKEN"))
+    try:
+        result = client.ask(args.question, mode=args.mode, top_k=args.top_k, trace=not args.json)
+    except QAClientError as exc:
+        raise _UserError(str(exc)) from exc
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    from hoprag.planner.report import format_answer
+    from hoprag.planner.trace import answer_from_dict
+
+    print(format_answer(answer_from_dict(result["trace"])))
+    print("timings: " + ", ".join(f"{k} {v:.3f} s" for k, v in result["timings"].items()))
+    return 0
+
+
 def _cmd_ask(args: argparse.Namespace) -> int:
+    if args.url:
+        return _ask_url(args)
+    if args.index is None:
+        raise _UserError("ask: give --index INDEX_DIR (answer locally) or --url URL (a running server)")
     from hoprag.config import load_config
     from hoprag.kg.store import KGIndexError
-    from hoprag.planner.app import AskConfig, build_planner
+    from hoprag.planner.app import AskConfig, build_planner, build_retrieve_then_answer
     from hoprag.planner.planner import PlannerInputError
     from hoprag.planner.report import format_answer
     from hoprag.retrieval.loading import RetrieverSpecError
 
     config = load_config(AskConfig, args.config, args.overrides)
     try:
-        planner = build_planner(args.index, config, args.retriever)
-        result = planner.answer(args.question)
+        if args.mode == "retrieve":
+            result = build_retrieve_then_answer(args.index, config, args.retriever or "dense").answer(
+                args.question, top_k=args.top_k
+            )
+        else:
+            result = build_planner(args.index, config, args.retriever).answer(args.question)
     except (KGIndexError, RetrieverSpecError, PlannerInputError, ValueError) as exc:
         raise _UserError(str(exc)) from exc
     print(json.dumps(result.to_dict()) if args.json else format_answer(result))

@@ -1,7 +1,8 @@
 """``hoprag demo``: the main job on embedded defaults (no GPU, no network, no API key).
 
-For now: index the packaged sample corpus with the embedded Gemma model through Ray Data and
-print what was built. Later stages (train, serve, answer) extend this.
+Index the packaged sample corpus with the embedded Gemma model through Ray Data, train the
+embedded GLM retriever with Ray Train + DeepSpeed on CPU, then serve both behind the QA route
+(Ray Serve) and answer sample questions over HTTP in both modes.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ def run_demo(
     config_path: Path | None = None,
     overrides: Sequence[str] = (),
     train_steps: int = 150,
+    serve: bool = True,
 ) -> int:
-    """Index the sample corpus, train the embedded GLM, compare it with the dense baseline."""
+    """Index the sample corpus, train the embedded GLM, compare it with the dense baseline, serve, answer."""
     from hoprag.config import load_config
     from hoprag.kg.index import KGIndex
     from hoprag.kg.stats import index_stats, render_stats
@@ -36,7 +38,7 @@ def run_demo(
     config = load_config(IndexConfig, config_path, overrides)
     corpus = read_corpus(SAMPLE_CORPUS)
     print(
-        f"[demo] 1/2 indexing {len(corpus.documents)} sample documents and "
+        f"[demo] 1/3 indexing {len(corpus.documents)} sample documents and "
         f"{sum(len(q) for q in corpus.questions.values())} questions with {config.llm.backend} LLM "
         f"(Ray Data, batch {config.extraction.batch_size}) → {index_dir}",
         flush=True,
@@ -67,6 +69,9 @@ def run_demo(
             )
     if train_steps > 0:
         _train_and_compare(index_dir, workdir / "glm", train_steps)
+    if serve:
+        retriever = workdir / "glm" if (workdir / "glm" / "retriever").is_dir() else None
+        _serve_and_answer(index_dir, retriever, index)
     print(
         f"\n[demo] done in {time.perf_counter() - started:.1f}s; inspect with: hoprag index stats {index_dir}"
     )
@@ -90,7 +95,7 @@ def _train_and_compare(index_dir: Path, run_dir: Path, steps: int) -> None:
         }
     )
     print(
-        f"\n[demo] 2/2 training the embedded GLM retriever for {steps} steps (Ray Train, "
+        f"\n[demo] 2/3 training the embedded GLM retriever for {steps} steps (Ray Train, "
         f"{config.run.num_workers} CPU workers, DeepSpeed ZeRO-{config.deepspeed.zero_stage}) → {run_dir}",
         flush=True,
     )
@@ -108,3 +113,49 @@ def _train_and_compare(index_dir: Path, run_dir: Path, steps: int) -> None:
             f"  {r['retriever']:<40} recall@2 {r['recall@2']:.3f}  recall@5 {r['recall@5']:.3f}  (n={r['n']})"
         )
     print(f"retriever exported to {run_dir / 'retriever'}")
+
+
+def _serve_and_answer(index_dir: Path, retriever: Path | None, index: object, questions: int = 2) -> None:
+    """Deploy the QA app (Ray Serve) and answer sample test questions through ``POST /v1/qa``."""
+    import socket
+
+    from ray import serve
+
+    from serving.client import QAClient
+    from serving.run import start_app, wait_until_ready
+    from serving.settings import QAAppSettings
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = QAAppSettings(index=str(index_dir), retriever=str(retriever) if retriever else "dense")
+    print(
+        f"\n[demo] 3/3 serving the QA app (Ray Serve: LLM, Retriever {settings.retriever}, QA, ingress) "
+        f"on http://127.0.0.1:{port}",
+        flush=True,
+    )
+    t0 = time.perf_counter()
+    try:
+        base = start_app(settings, port=port)
+        waited = wait_until_ready(base)
+        print(
+            f"ready in {time.perf_counter() - t0:.0f}s (loading {waited:.0f}s); asking over HTTP:", flush=True
+        )
+        client = QAClient(base)
+        rows = [r for r in index.questions.to_pylist() if r["split"] == "test"][:questions]  # type: ignore[attr-defined]
+        for row in rows:
+            print(f"\n  Q: {row['question']}   (gold: {row['answer']})")
+            for mode in ("retrieve", "plan"):
+                out = client.ask(row["question"], mode=mode, top_k=3)
+                docs = ", ".join(d["title"] for d in out["documents"])
+                print(
+                    f"    {mode:<8} A: {out['answer']}  [{out['llm_calls']} LLM calls, {out['timings']['total']:.1f}s]"
+                    f"  documents: {docs}",
+                    flush=True,
+                )
+        print(
+            f"\n  serve it yourself: hoprag serve --index {index_dir} --retriever {settings.retriever}\n"
+            "  then: hoprag ask --url http://127.0.0.1:8000 --mode plan '...'  (OpenAPI docs at /docs)"
+        )
+    finally:
+        serve.shutdown()

@@ -106,12 +106,15 @@ class Planner:
         for flag, mode in ((self.config.denoise, "denoise"), (self.config.enhance_question, "enhance")):
             if flag:
                 rewritten = self._ask(
-                    P.rewrite_question_prompt(asked, mode, self.style), ledger, mode, parse_rewritten
+                    P.rewrite_question_prompt(asked, mode, self.style),
+                    ledger,
+                    f"{mode}_question",
+                    parse_rewritten,
                 )
                 if rewritten is not None:
                     asked = rewritten
                 else:
-                    notes.append(f"{mode}: unusable output, question kept")
+                    notes.append(f"{mode}_question: unusable output, question kept")
         sub_questions = [asked]
         if self.config.decompose:
             parts = self._ask(P.decompose_prompt(asked, self.style), ledger, "decompose", parse_steps)
@@ -150,6 +153,7 @@ class Planner:
             calls_by_purpose=ledger.calls_by_purpose(),
             seconds=time.perf_counter() - started,
             prompt_version=P.PLANNER_PROMPT_VERSION,
+            llm_seconds=round(ledger.seconds, 4),
             notes=notes,
             sub_answers=sub_answers if len(sub_answers) > 1 else [],
         )
@@ -275,7 +279,7 @@ class Planner:
         for clue, vec in zip(clues, vectors, strict=True):
             seeds = tuple(i for name in clue.seeds if (i := self.kg.index.entity_id(name)) is not None)
             cq = ClueQuery(clue.query, vec, seeds)
-            knowledge = merge_knowledge([t.retrieve(cq) for t in self.traversals])
+            knowledge = merge_knowledge([self._traverse(t, cq) for t in self.traversals])
             clue.notes.extend(knowledge.notes)
             clue.triples = self._filter(cq, knowledge)
             clue.documents = [
@@ -338,6 +342,14 @@ class Planner:
         for c in out:
             unique.setdefault((c.query, tuple(c.seeds)), c)
         return list(unique.values())
+
+    @staticmethod
+    def _traverse(traversal: Traversal, query: ClueQuery) -> Knowledge:
+        """One traversal's findings; a failing traversal (e.g. a remote retriever that died) is a note."""
+        try:
+            return traversal.retrieve(query)
+        except Exception as exc:
+            return Knowledge(notes=[f"{traversal.name}: failed ({type(exc).__name__})"])
 
     def _filter(self, query: ClueQuery, knowledge: Knowledge) -> list[TripleEvidence]:
         """At most ``top_triples`` fact triples, ranked by fused similarity to the clue query."""

@@ -69,8 +69,37 @@ class Answer:
     calls_by_purpose: dict[str, int]
     seconds: float
     prompt_version: str
+    llm_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     sub_answers: list[tuple[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def answer_from_dict(data: dict[str, Any]) -> Answer:
+    """The inverse of :meth:`Answer.to_dict` (e.g. for a trace that came back over HTTP)."""
+    steps = []
+    for s in data.get("steps", []):
+        clues = [
+            ClueTrace(
+                **{
+                    **c,
+                    "triples": [TripleEvidence(**t) for t in c.get("triples", [])],
+                    "documents": [DocumentEvidence(**d) for d in c.get("documents", [])],
+                }
+            )
+            for c in s.get("clues", [])
+        ]
+        matches = {k: [tuple(m) for m in v] for k, v in s.get("matches", {}).items()}
+        steps.append(StepTrace(**{**s, "clues": clues, "matches": matches}))
+    fields = {k: v for k, v in data.items() if k in Answer.__dataclass_fields__}
+    return Answer(
+        **{
+            **fields,
+            "steps": steps,
+            "documents": [DocumentEvidence(**d) for d in data.get("documents", [])],
+            "triples": [TripleEvidence(**t) for t in data.get("triples", [])],
+            "sub_answers": [tuple(x) for x in data.get("sub_answers", [])],
+        }
+    )

@@ -89,32 +89,11 @@ def small_index(tmp_path_factory, embedder):
     return out
 
 
-FILM_DOCS = {
-    "Payment On Demand": [
-        ("Payment On Demand", "directed by", "Curtis Bernhardt"),
-        ("Payment On Demand", "released in", "1951"),
-    ],
-    "My Cousin From Warsaw": [("My Cousin From Warsaw", "directed by", "Carl Boese")],
-    "Curtis Bernhardt": [
-        ("Curtis Bernhardt", "born in", "Worms"),
-        ("Curtis Bernhardt", "spouse", "Pearl Argyle"),
-    ],
-    "Carl Boese": [("Carl Boese", "born in", "Berlin")],
-    "Worms": [("Worms", "city in", "Germany"), ("Worms", "twinned with", "Berlin")],
-    "Berlin": [("Berlin", "city in", "Germany")],
-    "Ostarizumab": [("Ostarizumab", "treats", "Kellan fever")],  # a separate component
-}
-
-
 @pytest.fixture(scope="module")
 def film_kg(tmp_path_factory, embedder):
-    """The PAI-2 paper's plan-enhancement case as a KG (with a cycle Worms–Berlin–Germany and a
-    disconnected drug component), wrapped in the planner's view."""
+    """The PAI-2 paper's plan-enhancement case as a KG, wrapped in the planner's view."""
     from hoprag.planner.knowledge import KnowledgeGraphView
+    from tests.support.film_kg import write_film_index
 
-    docs = [Document(t, ". ".join(" ".join(x) for x in ts) + ".") for t, ts in FILM_DOCS.items()]
-    triples = [list(ts) for ts in FILM_DOCS.values()]
-    tables = build_tables(docs, triples, [[] for _ in docs], embedder, SynonymConfig(enabled=False))
-    out = tmp_path_factory.mktemp("films") / "index"
-    write_snapshot(out, tables, {"counts": {}, "embedder": "packaged:all-MiniLM-L6-v2"})
+    out = write_film_index(tmp_path_factory.mktemp("films") / "index", embedder)
     return KnowledgeGraphView(KGIndex(out), embedder)

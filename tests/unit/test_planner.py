@@ -242,3 +242,62 @@ def test_output_copied_from_the_prompt_examples_is_not_an_answer(film_kg) -> Non
     assert "step_answer: output copied from the prompt's examples" in step.degraded
     assert "update: output copied from the prompt's examples" in step.degraded
     assert result.answer == NOT_ENOUGH_INFO
+
+
+def test_denoise_and_enhance_rewrite_the_question_first(film_kg) -> None:
+    rules = [
+        Rule("rewrite", "Who directed Payment On Demand?", "my friend"),
+        Rule("rewrite", "", "Who directed Payment On Demand?"),  # enhance fails: question kept
+        Rule("plan", "1. Who directed Payment On Demand?"),
+        Rule("answer", "Curtis Bernhardt"),
+        Rule("update", "Final answer: Curtis Bernhardt"),
+    ]
+    config = PlannerConfig(denoise=True, enhance_question=True)
+    result = Planner(film_kg, ScriptedPlannerLLM(rules), config).answer(
+        "So my friend asked me, who directed Payment On Demand?"
+    )
+    assert result.plans == [["Who directed Payment On Demand?"]] and result.answer == "Curtis Bernhardt"
+    assert result.calls_by_purpose["denoise_question"] == result.calls_by_purpose["enhance_question"] == 1
+    assert "enhance_question: unusable output, question kept" in result.notes
+
+
+def test_retrieve_mode_answers_in_one_call_from_documents_and_triples(film_kg, embedder) -> None:
+    from hoprag.qa import RetrieveThenAnswer
+    from hoprag.retrieval.dense import DenseRetriever
+
+    llm = ScriptedPlannerLLM([Rule("answer", "Carl Boese", "Document: My Cousin From Warsaw")])
+    qa = RetrieveThenAnswer(film_kg, DenseRetriever(film_kg.index, embedder), llm, context_documents=2)
+    result = qa.answer("Who directed My Cousin From Warsaw?", top_k=3)
+    assert result.answer == "Carl Boese" and result.llm_calls == 1
+    assert result.documents[0].title == "My Cousin From Warsaw" and len(result.documents) == 3
+    assert result.steps[0].entities == ["my cousin from warsaw"]
+    with pytest.raises(PlannerInputError):
+        qa.answer("  ")
+    failing = RetrieveThenAnswer(
+        film_kg,
+        DenseRetriever(film_kg.index, embedder),
+        ScriptedPlannerLLM([Rule("answer", "", error="timeout")]),
+    )
+    degraded = failing.answer("Who directed My Cousin From Warsaw?")
+    assert degraded.not_enough_info and degraded.steps[0].degraded == ["answer: LLM error timeout"]
+
+
+def test_a_failing_traversal_degrades_to_a_note(film_kg) -> None:
+    from hoprag.planner.traversal.naive import NaiveTraversal
+
+    class Broken:
+        name = "broken"
+
+        def retrieve(self, query):
+            raise RuntimeError("replica died")
+
+    rules = [
+        Rule("plan", "1. Who directed My Cousin From Warsaw?"),
+        Rule("answer", "Carl Boese"),
+        Rule("update", "Final answer: Carl Boese"),
+    ]
+    planner = Planner(film_kg, ScriptedPlannerLLM(rules), traversals=[Broken(), NaiveTraversal(film_kg)])
+    result = planner.answer("Who directed My Cousin From Warsaw?")
+    clue = result.steps[0].clues[0]
+    assert "broken: failed (RuntimeError)" in clue.notes and clue.triples
+    assert result.answer == "Carl Boese"

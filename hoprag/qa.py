@@ -1,0 +1,121 @@
+"""Single-shot GLM-RAG question answering: retrieve once, answer in one LLM call.
+
+The ``retrieve`` mode of the QA route (the ``plan`` mode is the PAI-2 planner). The question's KG
+entities are found by dictionary matching (no LLM call); the retriever (the trained GLM, or the
+dense baseline) ranks documents and scores entities; the top documents' texts and the fact
+triples joining the top entities go into one answer prompt. The result has the planner's
+:class:`~hoprag.planner.trace.Answer` shape, so both modes are reported the same way.
+"""
+
+from __future__ import annotations
+
+import time
+
+from hoprag.llm.base import LLM
+from hoprag.planner import prompts as P
+from hoprag.planner.knowledge import KnowledgeGraphView
+from hoprag.planner.llm_calls import CachedLLM, CallLedger
+from hoprag.planner.parsing import parse_answer
+from hoprag.planner.planner import NOT_ENOUGH_INFO, PlannerInputError
+from hoprag.planner.trace import Answer, ClueTrace, DocumentEvidence, StepTrace, TripleEvidence
+from hoprag.planner.traversal.base import ClueQuery
+from hoprag.planner.traversal.retriever import RetrieverTraversal
+from hoprag.retrieval.base import Retriever
+from hoprag.text import dictionary_mentions
+
+
+class RetrieveThenAnswer:
+    """GLM-RAG: one retrieval, one LLM call (thread-safe; the LLM cache is shared across questions)."""
+
+    def __init__(
+        self,
+        kg: KnowledgeGraphView,
+        retriever: Retriever,
+        llm: LLM | CachedLLM,
+        context_documents: int = 3,
+        max_document_chars: int = 600,
+        max_triples: int = 25,
+        max_question_chars: int = 2000,
+    ) -> None:
+        self.kg = kg
+        self.retriever = retriever
+        self.client = llm if isinstance(llm, CachedLLM) else CachedLLM(llm)
+        self.context_documents = context_documents
+        self.max_document_chars = max_document_chars
+        self.max_triples = max_triples
+        self.max_question_chars = max_question_chars
+        self._lookup = {n: i for i, n in enumerate(kg.index.entity_names)}
+
+    def answer(self, question: str, top_k: int = 5) -> Answer:
+        question = " ".join((question or "").split())
+        if not question:
+            raise PlannerInputError("the question is empty")
+        if len(question) > self.max_question_chars:
+            raise PlannerInputError(
+                f"the question has {len(question)} characters; the limit is {self.max_question_chars}"
+            )
+        started = time.perf_counter()
+        ledger = CallLedger()
+        step = StepTrace(index=0, query=question, entity_source="dictionary")
+        mentions = dictionary_mentions(question, self._lookup)
+        step.entities = mentions
+        seeds = tuple(self._lookup[m] for m in mentions)
+        traversal = RetrieverTraversal(
+            self.kg,
+            self.retriever,
+            top_documents=max(top_k, self.context_documents),
+            max_triples=self.max_triples,
+        )
+        knowledge = traversal.retrieve(ClueQuery(question, self.kg.embed([question])[0], seeds))
+        triples = [
+            TripleEvidence(*self.kg.triple_parts(t.triple_id), round(t.score, 6), t.source, t.triple_id)
+            for t in knowledge.triples
+        ]
+        documents = [DocumentEvidence(d.doc_id, d.title, round(d.score, 6)) for d in knowledge.documents]
+        clue = ClueTrace(
+            query=question,
+            seeds=list(mentions),
+            how="step",
+            triples=triples,
+            documents=documents,
+            notes=knowledge.notes,
+        )
+        step.clues = [clue]
+        texts = self.kg.index.documents.column("text")
+        context = [
+            f"{d.title}: {texts[d.doc_id].as_py()[: self.max_document_chars]}"
+            for d in documents[: self.context_documents]
+        ]
+        spec = P.answer_prompt(question, [t.text for t in triples], self.client.prompt_style, context)
+        completion = self.client.complete([spec.prompt], spec.params, ledger, "answer")[0]
+        answer = ""
+        if not completion.ok:
+            step.degraded.append(f"answer: LLM error {completion.error}")
+        else:
+            parsed = parse_answer(completion.text)
+            if parsed.ok and parsed.value and not P.copied_from_examples(spec.prompt, parsed.value):
+                answer = parsed.value
+            elif not parsed.ok:
+                step.degraded.append(f"answer: {parsed.reason}")
+            elif parsed.value:
+                step.degraded.append("answer: output copied from the prompt's examples")
+        step.answer = answer
+        step.seconds = time.perf_counter() - started
+        return Answer(
+            question=question,
+            answer=answer or NOT_ENOUGH_INFO,
+            not_enough_info=not answer,
+            steps=[step],
+            plans=[],
+            documents=documents[:top_k],
+            triples=triples,
+            llm_calls=ledger.calls,
+            prompt_tokens=ledger.prompt_tokens,
+            completion_tokens=ledger.completion_tokens,
+            cache_hits=ledger.cache_hits,
+            calls_by_purpose=ledger.calls_by_purpose(),
+            seconds=time.perf_counter() - started,
+            prompt_version=P.PLANNER_PROMPT_VERSION,
+            llm_seconds=round(ledger.seconds, 4),
+            notes=list(knowledge.notes),
+        )

@@ -1,0 +1,206 @@
+"""``hoprag bench serve``: QPS and latency of the QA route under a bounded closed-loop load.
+
+Configurations, one after another in the same run (the app is redeployed for each):
+
+* ``batch, 1 replica``   — Retriever with ``@serve.batch``, one replica;
+* ``no batch, 1 replica`` — every retrieval its own forward;
+* ``batch, 2 replicas``;
+* ``autoscale 1→2``      — Retriever autoscaling (target 2 ongoing requests per replica); the
+  replica count is sampled every second while the load runs.
+
+Mode ``retrieve``. Each configuration first asks every question once (warm-up); the load then
+repeats them, so the QA replica's LLM cache answers the single LLM call and the figures measure
+retrieval plus serving, not the 270M model's generation speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _load(base: str, questions: list[str], concurrency: int, seconds: float) -> dict[str, Any]:
+    latencies: list[float] = []
+    errors: dict[str, int] = {}
+    lock = threading.Lock()
+    stop = time.perf_counter() + seconds
+
+    def worker(offset: int) -> None:
+        i = offset
+        with httpx.Client(timeout=120) as client:
+            while time.perf_counter() < stop:
+                started = time.perf_counter()
+                try:
+                    r = client.post(
+                        f"{base}/v1/qa", json={"question": questions[i % len(questions)], "top_k": 5}
+                    )
+                    code = str(r.status_code)
+                except httpx.HTTPError as exc:
+                    code = type(exc).__name__
+                took = time.perf_counter() - started
+                with lock:
+                    if code == "200":
+                        latencies.append(took)
+                    else:
+                        errors[code] = errors.get(code, 0) + 1
+                i += concurrency
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    return {
+        "requests": len(latencies),
+        "errors": errors,
+        "qps": round(len(latencies) / wall, 2),
+        "p50_ms": round(1000 * _percentile(latencies, 0.50), 1),
+        "p95_ms": round(1000 * _percentile(latencies, 0.95), 1),
+        "p99_ms": round(1000 * _percentile(latencies, 0.99), 1),
+    }
+
+
+def _replicas(app: str, deployment: str) -> int:
+    from ray import serve
+
+    status = serve.status().applications[app].deployments[deployment]
+    return int(status.replica_states.get("RUNNING", 0))
+
+
+def _sample_replicas(timeline: list[tuple[float, int]], stop: threading.Event) -> None:
+    """Append (seconds, running Retriever replicas) once a second until ``stop`` is set."""
+    t0 = time.perf_counter()
+    while not stop.is_set():
+        timeline.append((round(time.perf_counter() - t0, 1), _replicas("hoprag", "Retriever")))
+        stop.wait(1.0)
+
+
+def run_serve_benchmark(args: argparse.Namespace) -> int:
+    from ray import serve
+
+    from hoprag.kg.index import KGIndex
+    from hoprag.machine import machine_description
+    from serving.run import start_app, wait_until_ready
+    from serving.settings import QAAppSettings
+
+    index = KGIndex(args.index)
+    rows = index.questions.to_pylist() if index.questions is not None else []
+    questions = [r["question"] for r in rows][: args.questions]
+    if not questions:
+        raise SystemExit(f"hoprag: {args.index} has no questions to send")
+    fixed = {"min_replicas": 1, "max_replicas": 1}
+    configs = [
+        ("batch, 1 replica", True, fixed),
+        ("no batch, 1 replica", False, fixed),
+        ("batch, 2 replicas", True, {"min_replicas": 2, "max_replicas": 2}),
+        (
+            "autoscale 1->2",
+            True,
+            {
+                "min_replicas": 1,
+                "max_replicas": 2,
+                "target_ongoing_requests": 2,
+                "upscale_delay_s": 2,
+                "downscale_delay_s": 600,
+            },
+        ),
+    ]
+    results = []
+    for name, batching, autoscaling in configs:
+        settings = QAAppSettings.model_validate(
+            {
+                "index": str(args.index),
+                "retriever": args.retriever,
+                "batching": {"enabled": batching, "max_batch_size": 8, "batch_wait_timeout_s": 0.01},
+                "retriever_deployment": {
+                    "num_cpus": 0.5,
+                    "max_ongoing_requests": 16,
+                    "autoscaling": autoscaling,
+                },
+                "qa": {
+                    "num_cpus": 0.25,
+                    "max_ongoing_requests": 32,
+                    "max_queued_requests": -1,
+                    "autoscaling": {"min_replicas": 1, "max_replicas": 1},
+                },
+                "ingress": {
+                    "num_cpus": 0.1,
+                    "max_ongoing_requests": 128,
+                    "max_queued_requests": -1,
+                    "autoscaling": {"min_replicas": 1, "max_replicas": 1},
+                },
+            }
+        )
+        print(f"[bench serve] {name}: deploying", flush=True)
+        base = start_app(settings, port=args.port)
+        wait_until_ready(base, progress=False)
+        with httpx.Client(timeout=300) as client:  # warm-up: fills the LLM cache, loads lazy state
+            for q in questions:
+                client.post(f"{base}/v1/qa", json={"question": q, "top_k": 5}).raise_for_status()
+        timeline: list[tuple[float, int]] = []
+        sampling = threading.Event()
+        sampler = threading.Thread(target=_sample_replicas, args=(timeline, sampling))
+        sampler.start()
+        load = _load(base, questions, args.concurrency, args.seconds)
+        sampling.set()
+        sampler.join()
+        row = {"config": name, "concurrency": args.concurrency, **load}
+        if name.startswith("autoscale"):
+            row["replicas_over_time"] = timeline
+        results.append(row)
+        print(f"  {json.dumps(row)}", flush=True)
+        serve.delete("hoprag")
+    serve.shutdown()
+    report = {
+        "machine": machine_description(),
+        "index": str(args.index),
+        "retriever": args.retriever,
+        "seconds_per_config": args.seconds,
+        "results": results,
+    }
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    (args.workdir / "serve-bench.json").write_text(json.dumps(report, indent=1))
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(
+            f"\n{report['machine']}; retriever {args.retriever}; {args.concurrency} concurrent clients, "
+            f"{args.seconds:g} s per configuration"
+        )
+        print("config                 QPS     p50 ms   p95 ms   p99 ms   errors")
+        for r in results:
+            print(
+                f"{r['config']:<20} {r['qps']:>6} {r['p50_ms']:>9} {r['p95_ms']:>8} {r['p99_ms']:>8}   {r['errors'] or '-'}"
+            )
+        auto = next(r for r in results if "replicas_over_time" in r)
+        print(
+            "autoscaling (s, Retriever replicas): "
+            + " ".join(f"{t}:{n}" for t, n in auto["replicas_over_time"])
+        )
+    return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", type=Path, default=Path("runs/demo/index"))
+    p.add_argument("--retriever", default="runs/demo/glm", help="retriever directory or 'dense'")
+    p.add_argument("--questions", type=int, default=20, help="distinct questions cycled by the load")
+    p.add_argument("--concurrency", type=int, default=8, help="closed-loop clients")
+    p.add_argument("--seconds", type=float, default=20.0, help="load duration per configuration")
+    p.add_argument("--port", type=int, default=8011)
+    p.add_argument("--workdir", type=Path, default=Path("runs/bench-serve"))
+    p.add_argument("--json", action="store_true")

@@ -1,0 +1,101 @@
+"""The QA deployment: the PAI-2 planner (``plan`` mode) and single-shot GLM-RAG (``retrieve``
+mode), reaching the Retriever and LLM deployments through handles.
+
+The index and embedder load in a background thread, so a replica starts at once and reports
+not-ready (``/readyz`` 503, QA 503) until loading has finished.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from ray import serve
+
+from serving.settings import QAAppSettings
+
+
+class NotReadyError(RuntimeError):
+    """The replica is still loading its index and models."""
+
+
+@serve.deployment(name="QA")
+class QADeployment:
+    def __init__(self, settings: QAAppSettings, llm_handle: Any, retriever_handle: Any) -> None:
+        self._settings = settings
+        self._llm_handle = llm_handle
+        self._retriever_handle = retriever_handle
+        self._ready = threading.Event()
+        self._load_error: BaseException | None = None
+        self._planner: Any = None
+        self._single_shot: Any = None
+        threading.Thread(target=self._load, name="qa-load", daemon=True).start()
+
+    def _load(self) -> None:
+        try:
+            time.sleep(self._settings.startup_delay_s)
+            from hoprag.planner.app import load_index_and_embedder
+            from hoprag.planner.knowledge import KnowledgeGraphView
+            from hoprag.planner.llm_calls import CachedLLM
+            from hoprag.planner.planner import Planner
+            from hoprag.qa import RetrieveThenAnswer
+            from serving.remote import RemoteLLM, RemoteRetriever
+
+            s = self._settings
+            index, embedder = load_index_and_embedder(s.index)
+            kg = KnowledgeGraphView(index, embedder)
+            _ = kg.triple_vectors  # computed (or read from the cache) before taking traffic
+            llm = RemoteLLM(self._llm_handle, timeout_s=s.request_timeout_s)
+            _ = llm.model_id  # waits for the LLM deployment
+            retriever = RemoteRetriever(
+                self._retriever_handle, name=f"glm:{s.retriever}" if s.retriever != "dense" else "dense"
+            )
+            traversals = (
+                s.planner.traversals if "glm" in s.planner.traversals else [*s.planner.traversals, "glm"]
+            )
+            planner_config = s.planner.model_copy(update={"traversals": traversals})
+            self._planner = Planner(kg, llm, planner_config, retriever=retriever)
+            self._single_shot = RetrieveThenAnswer(
+                kg,
+                retriever,
+                CachedLLM(llm, cache_size=planner_config.cache_size),
+                context_documents=s.context_documents,
+                max_document_chars=planner_config.max_document_chars,
+                max_question_chars=planner_config.max_question_chars,
+            )
+        except BaseException as exc:  # reported by ready() and check_health()
+            self._load_error = exc
+        finally:
+            self._ready.set()
+
+    def ready(self) -> bool:
+        return self._ready.is_set() and self._load_error is None
+
+    def load_status(self) -> str:
+        """'ready', 'loading', or 'failed: <error>' (shown by /readyz)."""
+        if not self._ready.is_set():
+            return "loading"
+        return "ready" if self._load_error is None else f"failed: {self._load_error!r}"
+
+    def check_health(self) -> None:
+        if self._load_error is not None:
+            raise RuntimeError(f"QA replica failed to load: {self._load_error!r}")
+
+    def answer(self, question: str, mode: str, top_k: int) -> dict[str, Any]:
+        """The answer as ``Answer.to_dict()``; raises NotReadyError while loading."""
+        if not self.ready():
+            raise NotReadyError("the index and models are still loading")
+        from serving.metrics import qa_metrics
+
+        if mode == "plan":
+            result = self._planner.answer(question)
+            result.documents = result.documents[:top_k]
+        else:
+            result = self._single_shot.answer(question, top_k=top_k)
+        m = qa_metrics()
+        m["llm_calls"].observe(result.llm_calls, tags={"mode": mode})
+        for kind, count in (("prompt", result.prompt_tokens), ("completion", result.completion_tokens)):
+            if count > 0:  # Ray counters only take positive increments (cached answers cost 0)
+                m["tokens"].inc(count, tags={"mode": mode, "kind": kind})
+        return result.to_dict()

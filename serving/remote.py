@@ -1,0 +1,60 @@
+"""Adapters that let the core (planner, single-shot QA) talk to other deployments through handles.
+
+:class:`RemoteLLM` implements the :class:`~hoprag.llm.base.LLM` protocol and
+:class:`RemoteRetriever` the :class:`~hoprag.retrieval.base.Retriever` protocol, so the same
+``Planner`` and ``RetrieveThenAnswer`` run in serving, in ``hoprag ask`` and in tests. Both block on
+``.result()``: call them from synchronous deployment methods (Serve runs those in a thread pool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hoprag.llm.base import Completion, GenerationParams, Prompt, PromptStyle
+from hoprag.retrieval.base import RetrievalQuery, RetrievalResult
+
+
+class RemoteLLM:
+    """The LLM deployment behind a DeploymentHandle."""
+
+    def __init__(self, handle: Any, timeout_s: float = 300.0) -> None:
+        self._handle = handle
+        self._timeout_s = timeout_s
+        self._info: tuple[str, PromptStyle] | None = None
+
+    def _describe(self) -> tuple[str, PromptStyle]:
+        if self._info is None:
+            self._info = self._handle.describe.remote().result(timeout_s=self._timeout_s)
+        return self._info
+
+    @property
+    def model_id(self) -> str:
+        return self._describe()[0]
+
+    @property
+    def prompt_style(self) -> PromptStyle:
+        return self._describe()[1]
+
+    def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
+        try:
+            return self._handle.generate.remote(list(prompts), params).result(timeout_s=self._timeout_s)
+        except TimeoutError:
+            return [Completion(text="", finish_reason="error", error="timeout") for _ in prompts]
+
+
+class RemoteRetriever:
+    """The Retriever deployment behind a DeploymentHandle (one call per query; Serve batches them)."""
+
+    def __init__(self, handle: Any, name: str = "remote", timeout_s: float = 120.0) -> None:
+        self._handle = handle
+        self._name = name
+        self._timeout_s = timeout_s
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def retrieve(self, queries: Sequence[RetrievalQuery], k: int) -> list[RetrievalResult]:
+        pending = [self._handle.retrieve.remote(q, k) for q in queries]  # all in flight at once
+        return [p.result(timeout_s=self._timeout_s) for p in pending]

@@ -1,0 +1,66 @@
+"""``hoprag serve``: the QA app on a local Ray cluster, in the foreground (Ctrl-C stops it cleanly)."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+
+from serving.settings import QAAppSettings
+
+
+def wait_until_ready(base_url: str, timeout_s: float = 600.0, progress: bool = True) -> float:
+    """Poll ``/readyz`` until 200; returns the seconds waited. Raises TimeoutError."""
+    started = time.perf_counter()
+    last_print = 0.0
+    while True:
+        try:
+            if httpx.get(base_url.rstrip("/") + "/readyz", timeout=10).status_code == 200:
+                return time.perf_counter() - started
+        except httpx.TransportError:
+            pass
+        waited = time.perf_counter() - started
+        if waited > timeout_s:
+            raise TimeoutError(f"{base_url} not ready after {timeout_s:g} s")
+        if progress and waited - last_print >= 10:
+            print(f"  waiting for the QA app to load ({waited:.0f} s)", flush=True)
+            last_print = waited
+        time.sleep(0.5)
+
+
+def start_app(settings: QAAppSettings, host: str = "127.0.0.1", port: int = 8000) -> str:
+    """Deploy the app on the connected (or a new local) Ray cluster; returns its base URL."""
+    from ray import serve
+
+    from hoprag.ray_runtime import init_ray
+    from serving.builder import build_app
+
+    init_ray()
+    serve.start(http_options={"host": host, "port": port})
+    serve.run(build_app(settings), name="hoprag", route_prefix="/", blocking=False)
+    return f"http://{host}:{port}"
+
+
+def serve_foreground(settings: QAAppSettings, host: str, port: int) -> int:
+    import ray
+    from ray import serve
+
+    base = start_app(settings, host, port)
+    print(
+        f"deployed; loading the index and models ({settings.index}, retriever {settings.retriever})",
+        flush=True,
+    )
+    waited = wait_until_ready(base)
+    print(
+        f"hoprag QA ready in {waited:.1f} s: POST {base}/v1/qa, {base}/v1/chat/completions; docs {base}/docs"
+    )
+    print("Ctrl-C stops it.", flush=True)
+    try:
+        while True:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        print("stopping ...", flush=True)
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+    return 0

@@ -1,0 +1,105 @@
+"""HTTP schemas of the QA ingress (pydantic, with field descriptions for the OpenAPI docs).
+
+Handlers live in :mod:`serving.deployments.ingress`; these models are the contract.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MAX_QUESTION_CHARS = 2000
+MAX_TOP_K = 50
+
+
+class QARequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(
+        min_length=1, max_length=MAX_QUESTION_CHARS, description="The question, in natural language."
+    )
+    mode: Literal["retrieve", "plan"] = Field(
+        default="retrieve",
+        description="retrieve: single-shot GLM-RAG (one retrieval, one LLM call); plan: the PAI-2 planner "
+        "with the GLM retriever as one of its traversals.",
+    )
+    top_k: int = Field(default=5, ge=1, le=MAX_TOP_K, description="Documents to return.")
+    return_trace: bool = Field(
+        default=False, description="Include the full trace (plans, steps, clue queries)."
+    )
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the question is blank")
+        return value
+
+
+class DocumentOut(BaseModel):
+    doc_id: int
+    title: str
+    score: float = Field(description="Higher is better; comparable within one response only.")
+
+
+class TripleOut(BaseModel):
+    head: str
+    relation: str
+    tail: str
+    score: float
+    source: str = Field(description="The traversal or retriever that found the triple.")
+
+
+class QAResponse(BaseModel):
+    request_id: str
+    mode: Literal["retrieve", "plan"]
+    answer: str = Field(description="The answer, or NotEnoughInfo.")
+    not_enough_info: bool
+    documents: list[DocumentOut] = Field(description="Ranked documents, best first.")
+    triples: list[TripleOut] = Field(description="KG triples the answer was drawn from.")
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    timings: dict[str, float] = Field(description="Seconds per stage (queue, pipeline, total, ...).")
+    trace: dict[str, Any] | None = Field(default=None, description="Present when return_trace was set.")
+
+
+class ErrorBody(BaseModel):
+    type: str
+    message: str
+    request_id: str
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class ChatMessageIn(BaseModel):
+    role: Literal["system", "user", "assistant", "tool", "developer"]
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatCompletionRequest(BaseModel):
+    """The subset of OpenAI's chat-completions request that hoprag honours (others are ignored)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(default="hoprag", description="Any name; 'hoprag-plan' selects plan mode.")
+    messages: list[ChatMessageIn] = Field(min_length=1)
+    stream: bool = Field(default=False, description="Streaming is not supported.")
+
+
+class ChatChoice(BaseModel):
+    index: int
+    message: dict[str, Any]
+    finish_reason: str
+
+
+class ChatCompletionResponse(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    usage: dict[str, int]

@@ -1,0 +1,110 @@
+"""Typed arguments of the QA app (what ``serve run serving.builder:build_app`` takes as ``args``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from hoprag.llm.factory import LLMBackendConfig
+from hoprag.planner.config import PlannerConfig
+
+
+class AutoscalingSettings(BaseModel):
+    min_replicas: int = Field(default=1, ge=0)
+    max_replicas: int = Field(default=2, ge=1)
+    target_ongoing_requests: float = Field(
+        default=2.0, gt=0, description="Per replica; above it Serve scales up."
+    )
+    upscale_delay_s: float = Field(default=3.0, ge=0)
+    downscale_delay_s: float = Field(default=30.0, ge=0)
+
+    def to_serve(self) -> dict[str, object]:
+        return {
+            "min_replicas": self.min_replicas,
+            "initial_replicas": max(self.min_replicas, 1),
+            "max_replicas": self.max_replicas,
+            "target_ongoing_requests": self.target_ongoing_requests,
+            "upscale_delay_s": self.upscale_delay_s,
+            "downscale_delay_s": self.downscale_delay_s,
+        }
+
+
+class DeploymentSettings(BaseModel):
+    """Replica settings of one deployment (Serve's own names)."""
+
+    autoscaling: AutoscalingSettings = Field(default_factory=AutoscalingSettings)
+    max_ongoing_requests: int = Field(default=8, ge=1, description="Concurrent requests per replica.")
+    max_queued_requests: int = Field(
+        default=32, ge=-1, description="Queued per caller before overload answers 503 (-1: unbounded)."
+    )
+    num_cpus: float = Field(default=0.5, ge=0)
+    num_gpus: float = Field(default=0, ge=0)
+    health_check_period_s: float = Field(default=10.0, gt=0)
+    health_check_timeout_s: float = Field(default=30.0, gt=0)
+    env_vars: dict[str, str] = Field(
+        default_factory=dict, description="Extra environment of the replicas (e.g. a token from a secret)."
+    )
+
+    def options(self) -> dict[str, object]:
+        actor: dict[str, object] = {"num_cpus": self.num_cpus, "num_gpus": self.num_gpus}
+        if self.env_vars:
+            actor["runtime_env"] = {"env_vars": dict(self.env_vars)}
+        return {
+            "autoscaling_config": self.autoscaling.to_serve(),
+            "max_ongoing_requests": self.max_ongoing_requests,
+            "max_queued_requests": self.max_queued_requests,
+            "ray_actor_options": actor,
+            "health_check_period_s": self.health_check_period_s,
+            "health_check_timeout_s": self.health_check_timeout_s,
+        }
+
+
+class BatchingSettings(BaseModel):
+    enabled: bool = Field(default=True, description="Batch concurrent retrievals with @serve.batch.")
+    max_batch_size: int = Field(default=8, ge=1)
+    batch_wait_timeout_s: float = Field(default=0.01, ge=0)
+
+
+class AuthSettings(BaseModel):
+    token_env: str | None = Field(
+        default=None,
+        description="Name of the environment variable (or mounted secret) holding the bearer token; "
+        "None disables auth. Read when the ingress replica starts, never at import.",
+    )
+
+
+class QAAppSettings(BaseModel):
+    """Everything the QA app needs; every field has a default but ``index``."""
+
+    index: str = Field(description="KG index directory (local path or a mounted volume).")
+    retriever: str = Field(
+        default="dense", description="'dense' or a GLM retriever / training run directory."
+    )
+    llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)
+    planner: PlannerConfig = Field(default_factory=PlannerConfig)
+    context_documents: int = Field(
+        default=3, ge=0, description="Document texts in the retrieve-mode answer prompt."
+    )
+    request_timeout_s: float = Field(
+        default=120.0, gt=0, description="Per request; past it the answer is 504."
+    )
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+    batching: BatchingSettings = Field(default_factory=BatchingSettings)
+    startup_delay_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="Wait before a QA replica loads its index and models (staggered rollouts).",
+    )
+    ingress: DeploymentSettings = Field(
+        default_factory=lambda: DeploymentSettings(
+            max_ongoing_requests=64, max_queued_requests=64, num_cpus=0.1
+        )
+    )
+    qa: DeploymentSettings = Field(
+        default_factory=lambda: DeploymentSettings(max_ongoing_requests=4, num_cpus=0.5)
+    )
+    retriever_deployment: DeploymentSettings = Field(default_factory=lambda: DeploymentSettings(num_cpus=0.5))
+    llm_deployment: DeploymentSettings = Field(
+        default_factory=lambda: DeploymentSettings(
+            max_ongoing_requests=4, num_cpus=1.0, autoscaling=AutoscalingSettings(max_replicas=1)
+        )
+    )

@@ -1,0 +1,296 @@
+"""The QA app on a real local Ray Serve, over real HTTP.
+
+The LLM deployment reaches a scripted LLM through the OpenAI protocol (a loopback server in this
+process), so answers are deterministic; the Retriever deployment loads a real exported GLM
+(1 layer, untrained) over a real KG index.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hoprag.llm.openai_server import OpenAIProtocolServer
+from serving.settings import QAAppSettings
+from tests.support.film_kg import write_film_index, write_tiny_glm
+from tests.support.planner_llm import Rule, ScriptedPlannerLLM
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+TOKEN = "s3cret-token"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class SlowScriptedLLM(ScriptedPlannerLLM):
+    """Answers like the scripted LLM, after ``delay_s`` per batch (to fill queues on purpose)."""
+
+    delay_s: float = 0.0
+
+    def generate(self, prompts, params):
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        return super().generate(prompts, params)
+
+
+@pytest.fixture(scope="module")
+def scripted_llm_server() -> Iterator[tuple[OpenAIProtocolServer, SlowScriptedLLM]]:
+    llm = SlowScriptedLLM(
+        [
+            Rule("plan", "1. Who is the director of My Cousin From Warsaw?"),
+            Rule("answer", "Carl Boese", "My Cousin From Warsaw"),
+            Rule("update", "Final answer: Carl Boese"),
+            Rule("final", "Carl Boese"),
+        ]
+    )
+    with OpenAIProtocolServer(llm, model_name="scripted") as server:
+        yield server, llm
+
+
+def _settings(index: Path, retriever: Path, base_url: str, **overrides: object) -> QAAppSettings:
+    data: dict[str, object] = {
+        "index": str(index),
+        "retriever": str(retriever),
+        "llm": {
+            "backend": "openai",
+            "openai": {"base_url": base_url, "model": "scripted", "prompt_style": "completion"},
+        },
+        "auth": {"token_env": "HOPRAG_TEST_TOKEN"},
+        "request_timeout_s": 20,
+    }
+    small = {"num_cpus": 0.1, "autoscaling": {"min_replicas": 1, "max_replicas": 1}}
+    for name in ("ingress", "qa", "retriever_deployment", "llm_deployment"):
+        data[name] = dict(small)
+    data["ingress"] = {**small, "env_vars": {"HOPRAG_TEST_TOKEN": TOKEN}}  # as a secret would be mounted
+    data.update(overrides)
+    return QAAppSettings.model_validate(data)
+
+
+@dataclass
+class Served:
+    base: str  # the app with auth on
+    open_base: str  # a second app, auth off, tiny queues, 2 Retriever replicas
+    first_readyz: int  # the first /readyz status of the first app, before its QA replica loaded
+
+
+@pytest.fixture(scope="module")
+def served(ray_cluster, tmp_path_factory, embedder, scripted_llm_server) -> Iterator[Served]:
+    """Two QA apps on one Serve instance (each with its own deployments)."""
+    from ray import serve
+
+    from serving.builder import build_app
+    from serving.run import wait_until_ready
+
+    server, _ = scripted_llm_server
+    root = tmp_path_factory.mktemp("serving")
+    index = write_film_index(root / "index", embedder)
+    retriever = write_tiny_glm(root / "glm" / "retriever")
+    port = _free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    base = f"http://127.0.0.1:{port}"
+    settings = _settings(index, retriever.parent, server.base_url, startup_delay_s=3.0)
+    serve.run(build_app(settings), name="hoprag", route_prefix="/", blocking=False)
+    first_readyz = _first_readyz(base)
+    open_settings = _settings(
+        index,
+        retriever.parent,
+        server.base_url,
+        auth={"token_env": None},
+        qa={
+            "num_cpus": 0.1,
+            "max_ongoing_requests": 1,
+            "max_queued_requests": 1,
+            "autoscaling": {"min_replicas": 1, "max_replicas": 1},
+        },
+        retriever_deployment={"num_cpus": 0.1, "autoscaling": {"min_replicas": 2, "max_replicas": 2}},
+    )
+    serve.run(build_app(open_settings), name="open", route_prefix="/open", blocking=False)
+    wait_until_ready(base, timeout_s=300, progress=False)
+    wait_until_ready(f"{base}/open", timeout_s=300, progress=False)
+    try:
+        yield Served(base, f"{base}/open", first_readyz)
+    finally:
+        serve.shutdown()
+
+
+def _first_readyz(base: str) -> int:
+    """The first /readyz status the ingress gives (before the QA replica has loaded)."""
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            return httpx.get(f"{base}/readyz", timeout=5).status_code
+        except httpx.TransportError:
+            time.sleep(0.2)
+    return -1
+
+
+def _auth() -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKEN}"}
+
+
+def test_not_ready_until_the_index_and_models_are_loaded(served) -> None:
+    assert served.first_readyz == 503  # the QA replica waited 3 s before loading
+    assert httpx.get(f"{served.base}/readyz", timeout=30).json() == {"status": "ready"}
+
+
+def test_both_modes_answer_with_documents_triples_timings_and_request_ids(served) -> None:
+    for mode in ("retrieve", "plan"):
+        r = httpx.post(
+            f"{served.base}/v1/qa",
+            json={
+                "question": "Who directed My Cousin From Warsaw?",
+                "mode": mode,
+                "top_k": 3,
+                "return_trace": True,
+            },
+            headers={**_auth(), "X-Request-ID": f"test-{mode}"},
+            timeout=60,
+        )
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["answer"] == "Carl Boese" and body["mode"] == mode
+        assert body["request_id"] == r.headers["x-request-id"] == f"test-{mode}"
+        assert 1 <= len(body["documents"]) <= 3 and {"title", "score", "doc_id"} <= set(body["documents"][0])
+        assert body["triples"] and {"head", "relation", "tail", "score"} <= set(body["triples"][0])
+        assert body["timings"]["total"] >= body["timings"]["pipeline"] > 0
+        assert body["llm_calls"] >= 1 and body["trace"]["steps"]
+    plan = r.json()
+    assert plan["trace"]["calls_by_purpose"]["plan"] == 1
+    assert any(
+        t["source"] == "glm" for s in plan["trace"]["steps"] for c in s["clues"] for t in c["triples"]
+    ) or any(c["documents"] for s in plan["trace"]["steps"] for c in s["clues"])
+
+
+def test_openai_client_gets_a_chat_completion(served) -> None:
+    import openai
+
+    client = openai.OpenAI(base_url=f"{served.base}/v1", api_key=TOKEN, timeout=60)
+    reply = client.chat.completions.create(
+        model="hoprag", messages=[{"role": "user", "content": "Which person directed My Cousin From Warsaw?"}]
+    )  # a question not asked before: a cached answer would cost (and report) 0 tokens
+    assert reply.choices[0].message.content == "Carl Boese"
+    assert reply.usage.total_tokens > 0
+    assert {m.id for m in client.models.list().data} == {"hoprag", "hoprag-plan"}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "fragment"),
+    [
+        ({"question": ""}, 422, "question"),
+        ({"question": "   "}, 422, "blank"),
+        ({"question": "x" * 2001}, 422, "question"),
+        ({"question": "Who?", "mode": "guess"}, 422, "mode"),
+        ({"question": "Who?", "top_k": 0}, 422, "top_k"),
+        ({"question": "Who?", "top_k": 51}, 422, "top_k"),
+        ({"question": "Who?", "surprise": 1}, 422, "surprise"),
+    ],
+)
+def test_bad_requests_get_clear_4xx(served, body, status, fragment) -> None:
+    r = httpx.post(f"{served.base}/v1/qa", json=body, headers=_auth(), timeout=30)
+    assert r.status_code == status
+    error = r.json()["error"]
+    assert fragment in error["message"] and error["type"] == "invalid_request" and error["request_id"]
+
+
+def test_malformed_json_and_streaming_are_400(served) -> None:
+    r = httpx.post(
+        f"{served.base}/v1/qa",
+        content=b'{"question": ',
+        headers={**_auth(), "Content-Type": "application/json"},
+        timeout=30,
+    )
+    assert r.status_code == 400 and "JSON" in r.json()["error"]["message"]
+    r = httpx.post(
+        f"{served.base}/v1/chat/completions",
+        json={"model": "hoprag", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+        headers=_auth(),
+        timeout=30,
+    )
+    assert r.status_code == 400 and "stream" in r.json()["error"]["message"]
+
+
+def test_auth_is_enforced_when_on(served) -> None:
+    q = {"question": "Who directed My Cousin From Warsaw?"}
+    assert httpx.post(f"{served.base}/v1/qa", json=q, timeout=30).status_code == 401
+    wrong = httpx.post(f"{served.base}/v1/qa", json=q, headers={"Authorization": "Bearer nope"}, timeout=30)
+    assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
+    assert httpx.get(f"{served.base}/healthz", timeout=30).status_code == 200  # probes need no token
+    assert httpx.get(f"{served.base}/openapi.json", timeout=30).json()["paths"]["/v1/qa"]
+
+
+def test_auth_off_needs_no_token(served) -> None:
+    r = httpx.post(
+        f"{served.open_base}/v1/qa", json={"question": "Who directed My Cousin From Warsaw?"}, timeout=60
+    )
+    assert r.status_code == 200 and r.json()["answer"] == "Carl Boese"
+
+
+def test_overload_answers_503_quickly_instead_of_timing_out(served, scripted_llm_server) -> None:
+    _, llm = scripted_llm_server
+    llm.delay_s = 1.5  # every LLM call now takes 1.5 s; the open app's QA takes 1 request + 1 queued
+    try:
+
+        def one(i: int) -> tuple[int, float]:
+            started = time.perf_counter()
+            r = httpx.post(
+                f"{served.open_base}/v1/qa",
+                json={"question": f"Who directed My Cousin From Warsaw? {i}"},
+                timeout=60,
+            )
+            return r.status_code, time.perf_counter() - started
+
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(one, range(8)))
+    finally:
+        llm.delay_s = 0.0
+    codes = [c for c, _ in results]
+    assert set(codes) <= {200, 503} and codes.count(503) >= 4 and codes.count(200) >= 1
+    assert max(t for c, t in results if c == 503) < 1.5  # rejected at once, not after waiting
+
+
+def test_a_killed_retriever_replica_is_replaced_and_retries_absorb_the_failures(served) -> None:
+    import ray
+
+    from serving.client import QAClient, QAClientError
+
+    def retriever_replicas() -> list[str]:
+        return sorted(
+            a["name"]
+            for a in ray.util.list_named_actors(all_namespaces=True)
+            if a["name"].startswith("SERVE_REPLICA::open#Retriever")
+        )
+
+    before = retriever_replicas()
+    assert len(before) == 2
+    client = QAClient(served.open_base, retries=5, backoff_s=0.5, timeout_s=60)
+    failures, answered = 0, 0
+    killer = threading.Timer(
+        1.0, lambda: ray.kill(ray.get_actor(before[0], namespace="serve"), no_restart=True)
+    )
+    killer.start()
+    for i in range(30):
+        try:
+            client.ask(f"Who directed My Cousin From Warsaw? ({i})")
+            answered += 1
+        except QAClientError:
+            failures += 1
+    killer.join()
+    deadline = time.time() + 120
+    while time.time() < deadline and (len(retriever_replicas()) < 2 or before[0] in retriever_replicas()):
+        time.sleep(1)
+    after = retriever_replicas()
+    print(f"fault test: 30 requests, {answered} answered, {failures} failed, {client.retried} retries")
+    assert failures == 0 and answered == 30
+    assert len(after) == 2 and before[0] not in after  # Serve started a replacement

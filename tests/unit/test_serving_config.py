@@ -1,0 +1,62 @@
+"""Serve config YAMLs parse as Ray Serve deploy configs; the hoprag app's args are valid settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from serving.schemas import QARequest
+from serving.settings import QAAppSettings
+
+CONFIGS = sorted((Path(__file__).parents[2] / "serving" / "config").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_serve_configs_are_valid(path: Path) -> None:
+    from ray.serve.schema import ServeDeploySchema
+
+    text = path.read_text()
+    assert text.startswith("# serve "), "the first line shows the command that runs it"
+    config = ServeDeploySchema.model_validate(yaml.safe_load(text))
+    apps = {a.name: a for a in config.applications}
+    hoprag = apps["hoprag"]
+    assert hoprag.import_path == "serving.builder:build_app"
+    settings = QAAppSettings.model_validate(hoprag.args)
+    for d in (settings.ingress, settings.qa, settings.retriever_deployment, settings.llm_deployment):
+        options = d.options()
+        assert options["autoscaling_config"]["max_replicas"] >= options["autoscaling_config"]["min_replicas"]
+        assert options["max_queued_requests"] != 0
+
+
+def test_gpu_config_passes_llm_calls_to_the_serve_llm_app() -> None:
+    from ray.serve.schema import ServeDeploySchema
+
+    config = ServeDeploySchema.model_validate(
+        yaml.safe_load((CONFIGS[0].parent / "gpu-vllm.yaml").read_text())
+    )
+    apps = {a.name: a for a in config.applications}
+    assert apps["llm"].import_path == "ray.serve.llm:build_openai_app" and apps["llm"].route_prefix == "/llm"
+    settings = QAAppSettings.model_validate(apps["hoprag"].args)
+    assert settings.llm.backend == "openai" and settings.llm.openai.base_url.endswith("/llm/v1")
+    assert settings.retriever_deployment.num_gpus > 0 and settings.auth.token_env == "HOPRAG_TOKEN"
+
+
+def test_request_schema_limits() -> None:
+    assert QARequest(question="Who?").mode == "retrieve"
+    for bad in (
+        {"question": ""},
+        {"question": " "},
+        {"question": "x", "top_k": 0},
+        {"question": "x", "mode": "y"},
+    ):
+        with pytest.raises(ValueError):
+            QARequest.model_validate(bad)
+
+
+def test_building_the_app_loads_nothing(tmp_path: Path) -> None:
+    from serving.builder import build_app
+
+    app = build_app({"index": str(tmp_path / "missing-index")})  # no index read, no model load here
+    assert app is not None
