@@ -45,17 +45,17 @@ def serve_foreground(settings: QAAppSettings, host: str, port: int) -> int:
     import ray
     from ray import serve
 
-    base = start_app(settings, host, port)
-    print(
-        f"deployed; loading the index and models ({settings.index}, retriever {settings.retriever})",
-        flush=True,
-    )
-    waited = wait_until_ready(base)
-    print(
-        f"hoprag QA ready in {waited:.1f} s: POST {base}/v1/qa, {base}/v1/chat/completions; docs {base}/docs"
-    )
-    print("Ctrl-C stops it.", flush=True)
     try:
+        base = start_app(settings, host, port)
+        print(
+            f"deployed; loading the index and models ({settings.index}, retriever {settings.retriever})",
+            flush=True,
+        )
+        waited = wait_until_ready(base)
+        print(
+            f"hoprag QA ready in {waited:.1f} s: POST {base}/v1/qa, {base}/v1/chat/completions; docs {base}/docs"
+        )
+        print("Ctrl-C stops it.", flush=True)
         while True:
             time.sleep(1)
     except KeyboardInterrupt:

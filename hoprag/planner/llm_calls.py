@@ -58,6 +58,20 @@ class CallLedger:
     def seconds(self) -> float:
         return sum(r.seconds for r in self.records)
 
+    def answer_fields(self) -> dict[str, object]:
+        """The cost fields of a :class:`~hoprag.planner.trace.Answer` (calls, tokens, hits, LLM time)."""
+        from hoprag.planner.prompts import PLANNER_PROMPT_VERSION
+
+        return {
+            "llm_calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cache_hits": self.cache_hits,
+            "calls_by_purpose": self.calls_by_purpose(),
+            "llm_seconds": round(self.seconds, 4),
+            "prompt_version": PLANNER_PROMPT_VERSION,
+        }
+
     def calls_by_purpose(self) -> dict[str, int]:
         counts: Counter[str] = Counter()
         for r in self.records:

@@ -294,3 +294,67 @@ def test_a_killed_retriever_replica_is_replaced_and_retries_absorb_the_failures(
     print(f"fault test: 30 requests, {answered} answered, {failures} failed, {client.retried} retries")
     assert failures == 0 and answered == 30
     assert len(after) == 2 and before[0] not in after  # Serve started a replacement
+
+
+def test_hoprag_serve_runs_in_the_foreground_and_stops_cleanly_on_ctrl_c(
+    tmp_path_factory, embedder, scripted_llm_server
+) -> None:
+    """`hoprag serve` (its own local Ray) + `hoprag ask --url`, then SIGINT: exit code 0."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    server, _ = scripted_llm_server
+    root = tmp_path_factory.mktemp("serve-cli")
+    index = write_film_index(root / "index", embedder)
+    port = _free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "hoprag.cli",
+        "serve",
+        "--index",
+        str(index),
+        "--retriever",
+        "dense",
+        "--port",
+        str(port),
+        "--set",
+        "llm.backend=openai",
+        "--set",
+        f"llm.openai.base_url={server.base_url}",
+        "--set",
+        "llm.openai.model=scripted",
+        "--set",
+        "llm.openai.prompt_style=completion",
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        from serving.run import wait_until_ready
+
+        wait_until_ready(f"http://127.0.0.1:{port}", timeout_s=300, progress=False)
+        ask = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hoprag.cli",
+                "ask",
+                "--url",
+                f"http://127.0.0.1:{port}",
+                "--json",
+                "Who directed My Cousin From Warsaw?",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert ask.returncode == 0, ask.stderr
+        assert json.loads(ask.stdout)["answer"] == "Carl Boese"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0, out[-2000:]
+        assert "ready in" in out and "stopping" in out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
