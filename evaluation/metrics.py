@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections import Counter
 from collections.abc import Sequence
 
 
@@ -33,3 +34,35 @@ def exact_match(prediction: str, answers: Sequence[str]) -> float:
     """1.0 when the normalized prediction equals any normalized gold answer (or alias), else 0.0."""
     pred = normalize_answer(prediction)
     return float(any(pred == normalize_answer(a) for a in answers if a))
+
+
+def f1_score(prediction: str, answers: Sequence[str]) -> float:
+    """Token F1 (HotpotQA): best over the gold answers; yes/no/noanswer must match exactly."""
+    best = 0.0
+    pred = normalize_answer(prediction)
+    for answer in answers:
+        gold = normalize_answer(answer)
+        if not gold:
+            continue
+        if pred in _SPECIAL or gold in _SPECIAL:
+            best = max(best, float(pred == gold))
+            continue
+        p_tokens, g_tokens = pred.split(), gold.split()
+        common = Counter(p_tokens) & Counter(g_tokens)
+        same = sum(common.values())
+        if same == 0:
+            continue
+        precision, recall = same / len(p_tokens), same / len(g_tokens)
+        best = max(best, 2 * precision * recall / (precision + recall))
+    return best
+
+
+_SPECIAL = {"yes", "no", "noanswer"}
+
+
+def entity_recall(scored_entities: Sequence[str], gold_entities: Sequence[str], k: int) -> float:
+    """Share of gold entities among the top ``k`` scored entities (``ValueError`` without gold)."""
+    gold = set(gold_entities)
+    if not gold:
+        raise ValueError("entity recall needs at least one gold entity")
+    return len(gold & set(scored_entities[:k])) / len(gold)

@@ -92,8 +92,20 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--ray-address", default=None, help="existing Ray cluster (default: start a local one)")
     _add_config_args(t)
 
-    ev = sub.add_parser("eval", help="evaluation (retrieval recall for now)")
+    ev = sub.add_parser("eval", help="batch evaluation: benchmarks × systems, metrics, reports")
     evsub = ev.add_subparsers(dest="eval", required=True)
+    erun = evsub.add_parser(
+        "run", help="evaluate benchmarks × systems (Ray Data, resumable) and write the report"
+    )
+    erun.add_argument("--index", action="append", default=[], help="index dir or registry name (repeatable)")
+    erun.add_argument(
+        "--retriever", default=None, help="GLM retriever / run directory (adds glm and glm-rag)"
+    )
+    erun.add_argument("--out", type=Path, default=None, help="evaluation directory")
+    erun.add_argument("--limit", type=int, default=None, help="first N questions per benchmark")
+    _add_config_args(erun)
+    erep = evsub.add_parser("report", help="rebuild summary.json, report.md and plots from stored results")
+    erep.add_argument("eval_dir", type=Path)
     er = evsub.add_parser("retrieval", help="document recall@2/@5 of a retriever on an index's questions")
     er.add_argument("--index", type=Path, required=True, help="index directory (with processed questions)")
     er.add_argument("--retriever", default="dense", help="'dense' or a retriever / training run directory")
@@ -210,6 +222,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_ask(args)
         if args.command == "serve":
             return _cmd_serve(args)
+        if args.command == "eval" and args.eval == "run":
+            return _cmd_eval_run(args)
+        if args.command == "eval" and args.eval == "report":
+            from evaluation.report import rebuild_report
+
+            try:
+                rebuild_report(args.eval_dir)
+            except ValueError as exc:
+                raise _UserError(str(exc)) from exc
+            print(f"report rebuilt: {args.eval_dir / 'report.md'}")
+            return 0
         if args.command == "eval" and args.eval == "retrieval":
             return _cmd_eval_retrieval(args)
         if args.command == "bench" and args.bench == "train":
@@ -362,6 +385,53 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     except (KGIndexError, RetrieverSpecError, PlannerInputError, ValueError) as exc:
         raise _UserError(str(exc)) from exc
     print(json.dumps(result.to_dict()) if args.json else format_answer(result))
+    return 0
+
+
+def _cmd_eval_run(args: argparse.Namespace) -> int:
+    from hoprag.config import load_config
+
+    overrides = list(args.overrides)
+    if args.index:
+        from evaluation.config import default_systems, resolve_benchmark
+
+        if args.out is None:
+            raise _UserError("eval run: --index needs --out EVAL_DIR")
+        try:
+            benches = [resolve_benchmark(i).model_copy(update={"limit": args.limit}) for i in args.index]
+        except ValueError as exc:
+            raise _UserError(str(exc)) from exc
+        names = [b.name for b in benches]
+        benches = [
+            b.model_copy(update={"name": f"{b.name}-{i}"}) if names.count(b.name) > 1 else b
+            for i, b in enumerate(benches)
+        ]
+        base = {
+            "benchmarks": [b.model_dump(mode="json") for b in benches],
+            "systems": [s.model_dump(mode="json") for s in default_systems(args.retriever)],
+            "out": str(args.out),
+        }
+        from evaluation.config import EvalConfig
+
+        config = load_config(EvalConfig, None, overrides, base=base)
+    elif args.config is not None:
+        from evaluation.config import EvalConfig
+
+        if args.out is not None:
+            overrides.append(f"out={args.out}")
+        config = load_config(EvalConfig, args.config, overrides)
+    else:
+        raise _UserError("eval run: give --config FILE.yaml or --index INDEX_DIR ... --out EVAL_DIR")
+    from evaluation.runner import run_evaluation
+
+    try:
+        summary = run_evaluation(config)
+    except ValueError as exc:
+        raise _UserError(str(exc)) from exc
+    for r in summary["results"]:
+        shown = ", ".join(f"{k} {v:.3f}" for k, v in r["metrics"].items())
+        print(f"  {r['benchmark']:<16} {r['system']:<12} n={r['n']:<4} {shown}")
+    print(f"report: {config.out / 'report.md'}; summary: {config.out / 'summary.json'}")
     return 0
 
 

@@ -49,10 +49,14 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 
 def load_config(
-    model: type[ConfigT], path: str | Path | None = None, overrides: Sequence[str] = ()
+    model: type[ConfigT],
+    path: str | Path | None = None,
+    overrides: Sequence[str] = (),
+    base: dict[str, Any] | None = None,
 ) -> ConfigT:
-    """Build ``model`` from defaults, an optional YAML file and ``key=value`` overrides."""
-    data: dict[str, Any] = {}
+    """Build ``model`` from defaults, ``base`` (values a command derived), an optional YAML file and
+    ``key=value`` overrides, later ones winning."""
+    data: dict[str, Any] = dict(base or {})
     if path is not None:
         p = Path(path)
         if not p.is_file():
@@ -63,7 +67,7 @@ def load_config(
             raise ConfigError(f"config file {p} is not valid YAML: {exc}") from exc
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"config file {p} must hold a mapping at the top level")
-        data = loaded or {}
+        data.update(loaded or {})
     for item in overrides:
         key, value = parse_override(item)
         _set_dotted(data, key, value)

@@ -100,7 +100,9 @@ def served(ray_cluster, tmp_path_factory, embedder, scripted_llm_server) -> Iter
     port = _free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     base = f"http://127.0.0.1:{port}"
-    settings = _settings(index, retriever.parent, server.base_url, startup_delay_s=3.0)
+    settings = _settings(
+        index, retriever.parent, server.base_url, startup_delay_s=15.0
+    )  # > the time serve.run takes to return, even on a busy machine
     serve.run(build_app(settings), name="hoprag", route_prefix="/", blocking=False)
     first_readyz = _first_readyz(base)
     open_settings = _settings(
@@ -141,7 +143,7 @@ def _auth() -> dict[str, str]:
 
 
 def test_not_ready_until_the_index_and_models_are_loaded(served) -> None:
-    assert served.first_readyz == 503  # the QA replica waited 3 s before loading
+    assert served.first_readyz == 503  # the QA replica waits 15 s before loading
     assert httpx.get(f"{served.base}/readyz", timeout=30).json() == {"status": "ready"}
 
 

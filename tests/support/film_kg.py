@@ -27,10 +27,68 @@ FILM_DOCS = {
 }
 
 
-def write_film_index(out: Path, embedder) -> Path:
+FILM_QUESTIONS = [
+    (
+        "Who directed My Cousin From Warsaw?",
+        "Carl Boese",
+        ["My Cousin From Warsaw"],
+        ["my cousin from warsaw"],
+        1,
+    ),
+    (
+        "Where was the director of Payment On Demand born?",
+        "Worms",
+        ["Payment On Demand", "Curtis Bernhardt"],
+        ["payment on demand"],
+        2,
+    ),
+    (
+        "In which country was the director of My Cousin From Warsaw born?",
+        "Germany",
+        ["My Cousin From Warsaw", "Carl Boese", "Berlin"],
+        ["my cousin from warsaw"],
+        3,
+    ),
+    ("Which drug treats Kellan fever?", "Ostarizumab", ["Ostarizumab"], ["kellan fever"], 1),
+    ("Who is the spouse of Curtis Bernhardt?", "Pearl Argyle", ["Curtis Bernhardt"], ["curtis bernhardt"], 1),
+    ("Where is Worms?", "Germany", ["Worms", "Atlantis"], ["worms"], 2),  # "Atlantis" is not in the corpus
+]
+
+
+def film_questions() -> list[dict]:
+    """Processed test questions over the film KG (hops in the metadata, like the synthetic generator)."""
+    rows = []
+    for i, (q, a, docs, entities, hops) in enumerate(FILM_QUESTIONS):
+        in_corpus = [d for d in docs if d in FILM_DOCS]
+        gold_entities = sorted({x.lower() for d in in_corpus for t in FILM_DOCS[d] for x in (t[0], t[2])})
+        rows.append(
+            {
+                "split": "test",
+                "id": f"film-{i}",
+                "question": q,
+                "answer": a,
+                "answer_aliases": [],
+                "question_entities": entities,
+                "link_sources": ["dictionary"],
+                "supporting_facts": docs,
+                "supporting_docs": in_corpus,
+                "supporting_entities": gold_entities,
+                "answer_in_supporting_entities": True,
+                "metadata": {"hops": hops, "domain": "film"},
+            }
+        )
+    return rows
+
+
+def write_film_index(out: Path, embedder, questions: bool = False) -> Path:
+    """The film KG as an index directory; with ``questions`` also its processed test questions."""
+    from indexing.questions import questions_table
+
     docs = [Document(t, ". ".join(" ".join(x) for x in ts) + ".") for t, ts in FILM_DOCS.items()]
     triples = [list(ts) for ts in FILM_DOCS.values()]
     tables = build_tables(docs, triples, [[] for _ in docs], embedder, SynonymConfig(enabled=False))
+    if questions:
+        tables.questions = questions_table(film_questions())
     write_snapshot(out, tables, {"counts": {}, "embedder": "packaged:all-MiniLM-L6-v2"})
     return out
 

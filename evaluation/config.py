@@ -1,0 +1,123 @@
+"""Typed config of a batch evaluation: which benchmarks, which systems, where results go."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, Field, model_validator
+
+from hoprag.llm.factory import LLMBackendConfig
+from hoprag.planner.config import PlannerConfig
+from hoprag.ray_runtime import RayConfig
+
+REGISTRY = Path(__file__).parent / "registry.yaml"
+_NAME = re.compile(r"^[\w.-]+$")
+
+
+class BenchmarkSpec(BaseModel):
+    """A KG index with processed questions (build one with ``hoprag index`` from any raw format)."""
+
+    name: str = Field(description="Short name used in reports (letters, digits, '-', '_', '.').")
+    index: Path = Field(description="Index directory.")
+    split: str = Field(default="test", description="Question split to evaluate.")
+    limit: int | None = Field(default=None, ge=1, description="Evaluate only the first N questions.")
+    where: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Keep questions whose metadata field has one of these values, e.g. {domain: [biomedical]} "
+        "for a held-out-domain benchmark from the synthetic generator.",
+    )
+
+    @model_validator(mode="after")
+    def _check_name(self) -> BenchmarkSpec:
+        if not _NAME.match(self.name):
+            raise ValueError(f"benchmark name {self.name!r} may only hold letters, digits, '-', '_', '.'")
+        return self
+
+
+class SystemSpec(BaseModel):
+    """A system under test: a retriever alone, or a QA pipeline."""
+
+    name: str
+    kind: Literal["retrieval", "qa"]
+    retriever: str | None = Field(
+        default=None, description="'dense' or a GLM retriever / run directory (retrieval systems, rag, plan)."
+    )
+    pipeline: Literal["no_context", "rag", "plan"] | None = Field(
+        default=None, description="QA systems: no_context (LLM alone), rag (single-shot), plan (PAI-2)."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SystemSpec:
+        if not _NAME.match(self.name):
+            raise ValueError(f"system name {self.name!r} may only hold letters, digits, '-', '_', '.'")
+        if self.kind == "retrieval" and not self.retriever:
+            raise ValueError(f"system {self.name}: a retrieval system needs 'retriever'")
+        if self.kind == "qa" and self.pipeline is None:
+            raise ValueError(f"system {self.name}: a QA system needs 'pipeline'")
+        if self.pipeline == "rag" and not self.retriever:
+            raise ValueError(f"system {self.name}: pipeline 'rag' needs 'retriever'")
+        return self
+
+
+class EvalConfig(BaseModel):
+    """``hoprag eval run --config FILE``: benchmarks × systems, one Ray Data job per pair."""
+
+    benchmarks: list[BenchmarkSpec] = Field(min_length=1)
+    systems: list[SystemSpec] = Field(min_length=1)
+    out: Path = Field(
+        description="Evaluation directory (per-question results, summary.json, report.md, plots)."
+    )
+    llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)
+    planner: PlannerConfig = Field(default_factory=PlannerConfig)
+    ks: list[int] = Field(default_factory=lambda: [1, 2, 5, 10], description="Document recall cut-offs.")
+    retrieval_actors: int = Field(default=2, ge=1, description="Actor pool size for retrieval systems.")
+    qa_actors: int = Field(
+        default=1, ge=1, description="Actor pool size for QA systems (each loads the LLM)."
+    )
+    batch_size: int = Field(default=8, ge=1, description="Questions per actor batch.")
+    cpus_per_actor: float = Field(default=1.0, gt=0)
+    bootstrap_resamples: int = Field(default=1000, ge=100)
+    seed: int = 0
+    ray: RayConfig = Field(default_factory=RayConfig)
+
+    @model_validator(mode="after")
+    def _unique(self) -> EvalConfig:
+        for what, names in (
+            ("benchmark", [b.name for b in self.benchmarks]),
+            ("system", [s.name for s in self.systems]),
+        ):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            if dupes:
+                raise ValueError(f"duplicate {what} names: {', '.join(dupes)}")
+        return self
+
+
+def resolve_benchmark(name_or_path: str, registry: Path = REGISTRY) -> BenchmarkSpec:
+    """A benchmark by registry name (``evaluation/registry.yaml``) or by index path."""
+    path = Path(name_or_path)
+    if path.exists():
+        return BenchmarkSpec(name=path.name if path.name != "index" else path.parent.name, index=path)
+    entries = yaml.safe_load(registry.read_text()) if registry.is_file() else {}
+    entry = (entries or {}).get("benchmarks", {}).get(name_or_path)
+    if entry is None:
+        known = ", ".join(sorted((entries or {}).get("benchmarks", {}))) or "none"
+        raise ValueError(
+            f"benchmark {name_or_path!r} is neither an index directory nor in {registry} (known: {known})"
+        )
+    return BenchmarkSpec(name=name_or_path, **entry)
+
+
+def default_systems(retriever: str | None) -> list[SystemSpec]:
+    """The systems ``hoprag eval run --index ... --retriever ...`` evaluates."""
+    systems = [
+        SystemSpec(name="dense", kind="retrieval", retriever="dense"),
+        SystemSpec(name="no-context", kind="qa", pipeline="no_context"),
+        SystemSpec(name="dense-rag", kind="qa", pipeline="rag", retriever="dense"),
+    ]
+    if retriever:
+        systems[1:1] = [SystemSpec(name="glm", kind="retrieval", retriever=retriever)]
+        systems.append(SystemSpec(name="glm-rag", kind="qa", pipeline="rag", retriever=retriever))
+    return systems

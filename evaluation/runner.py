@@ -1,0 +1,185 @@
+"""``hoprag eval run``: benchmarks × systems as Ray Data jobs, resumable, then the report.
+
+Per (benchmark, system) pair, the questions not yet in ``EVAL_DIR/results/<benchmark>/<system>.jsonl``
+stream through an actor pool of :class:`~evaluation.worker.EvalWorker` (system loaded once per
+actor); each finished result is appended and flushed at once, so an interrupted evaluation
+resumes with only the missing questions.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evaluation.config import BenchmarkSpec, EvalConfig, SystemSpec
+
+
+@dataclass
+class InputReport:
+    """What was wrong with a benchmark's questions (counted in the summary, never dropped silently)."""
+
+    questions: int = 0
+    duplicate_ids: list[str] = field(default_factory=list)
+    no_gold_documents: int = 0
+    missing_supporting_docs: int = 0
+    empty_answers: int = 0
+
+
+def load_questions(bench: BenchmarkSpec) -> tuple[list[dict[str, Any]], InputReport]:
+    """The benchmark's questions (first of duplicate ids kept) and a report of input problems."""
+    from hoprag.kg.index import KGIndex
+    from hoprag.kg.store import KGIndexError
+
+    if not Path(bench.index).exists():
+        raise ValueError(f"benchmark {bench.name}: index {bench.index} does not exist")
+    try:
+        index = KGIndex(bench.index)
+    except KGIndexError as exc:
+        raise ValueError(f"benchmark {bench.name}: {exc}") from exc
+    if index.questions is None:
+        raise ValueError(f"benchmark {bench.name}: {bench.index} has no processed questions")
+    rows = [r for r in index.questions.to_pylist() if r["split"] == bench.split]
+    if not rows:
+        raise ValueError(f"benchmark {bench.name}: no {bench.split!r} questions in {bench.index}")
+    report = InputReport()
+    seen: set[str] = set()
+    kept = []
+    for r in rows:
+        if r["id"] in seen:
+            report.duplicate_ids.append(r["id"])
+            continue
+        seen.add(r["id"])
+        kept.append(r)
+    for r in kept:
+        r["meta"] = json.loads(r.pop("metadata", None) or "{}")
+    for key, values in bench.where.items():
+        kept = [r for r in kept if str(r["meta"].get(key)) in set(values)]
+    kept = kept[: bench.limit] if bench.limit else kept
+    report.questions = len(kept)
+    for r in kept:
+        report.no_gold_documents += not r["supporting_docs"]
+        report.missing_supporting_docs += len(
+            set(r.get("supporting_facts") or []) - set(r["supporting_docs"])
+        )
+        report.empty_answers += not (r.get("answer") or "").strip()
+    return kept, report
+
+
+def results_path(out: Path, bench: str, system: str) -> Path:
+    return Path(out) / "results" / bench / f"{system}.jsonl"
+
+
+def read_results(path: Path) -> dict[str, dict[str, Any]]:
+    """Finished results by question id; a torn last line (killed mid-write) is ignored."""
+    done: dict[str, dict[str, Any]] = {}
+    if not path.is_file():
+        return done
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        done[record["id"]] = record
+    return done
+
+
+def _evaluate_pair(
+    config: EvalConfig, bench: BenchmarkSpec, system: SystemSpec, rows: list[dict[str, Any]]
+) -> dict[str, int]:
+    import ray.data
+
+    from evaluation.worker import EvalWorker
+
+    path = results_path(config.out, bench.name, system.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    done = read_results(path)
+    todo = [r for r in rows if r["id"] not in done]
+    if not todo:
+        return {"computed": 0, "reused": len(done)}
+    by_id = {r["id"]: r for r in todo}
+    ds = ray.data.from_items([{"row": json.dumps(r, default=str)} for r in todo])
+    actors = config.qa_actors if system.kind == "qa" else config.retrieval_actors
+    results = ds.map_batches(
+        EvalWorker,
+        fn_constructor_kwargs={
+            "index_dir": str(bench.index),
+            "system": system.model_dump(mode="json"),
+            "llm": config.llm.model_dump(mode="json"),
+            "planner": config.planner.model_dump(mode="json"),
+            "ks": list(config.ks),
+        },
+        batch_size=config.batch_size,
+        concurrency=min(actors, max(1, len(todo) // config.batch_size + 1)),
+        num_cpus=config.cpus_per_actor,
+    )
+    computed = 0
+    if path.is_file() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+        with path.open("a", encoding="utf-8") as fh:  # a run killed mid-line: end the torn line
+            fh.write("\n")
+    with path.open("a", encoding="utf-8") as fh:
+        for item in results.iter_rows():
+            record = json.loads(item["result"])
+            row = by_id[record["id"]]
+            record.update(
+                {
+                    "question": row["question"],
+                    "gold": row.get("answer", ""),
+                    "supporting_docs": row["supporting_docs"],
+                    "meta": row["meta"],
+                }
+            )
+            fh.write(json.dumps(record) + "\n")
+            fh.flush()
+            computed += 1
+    return {"computed": computed, "reused": len(done)}
+
+
+def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
+    """Evaluate every benchmark × system pair (resuming), then write summary.json, report.md, plots."""
+    from evaluation.report import write_report
+    from hoprag.ray_runtime import init_ray
+
+    init_ray(config.ray)
+    started = time.perf_counter()
+    inputs: dict[str, InputReport] = {}
+    runs: list[dict[str, Any]] = []
+    for bench in config.benchmarks:
+        rows, report = load_questions(bench)
+        inputs[bench.name] = report
+        for system in config.systems:
+            t0 = time.perf_counter()
+            counts = _evaluate_pair(config, bench, system, rows)
+            runs.append(
+                {
+                    "benchmark": bench.name,
+                    "system": system.name,
+                    **counts,
+                    "seconds": round(time.perf_counter() - t0, 1),
+                }
+            )
+            if progress:
+                print(
+                    f"[eval] {bench.name} × {system.name}: {counts['computed']} computed, {counts['reused']} from earlier runs "
+                    f"({time.perf_counter() - t0:.1f} s)",
+                    flush=True,
+                )
+    meta = {
+        "benchmarks": {
+            b.name: {"index": str(b.index), "split": b.split, "input": inputs[b.name].__dict__}
+            for b in config.benchmarks
+        },
+        "systems": [s.model_dump(mode="json") for s in config.systems],
+        "runs": runs,
+        "wall_s": round(time.perf_counter() - started, 1),
+        "bootstrap": {"resamples": config.bootstrap_resamples, "seed": config.seed},
+    }
+    (Path(config.out) / "eval_config.json").write_text(config.model_dump_json(indent=1))
+    return write_report(Path(config.out), meta)
+
+
+def error_counts(records: list[dict[str, Any]]) -> dict[str, int]:
+    return dict(Counter(r["error"].split(":")[0] for r in records if r.get("error")))

@@ -1,0 +1,115 @@
+"""Batch evaluation on Ray Data: resume after an interruption, reports from stored results, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluation.config import EvalConfig
+from evaluation.report import rebuild_report
+from evaluation.runner import read_results, results_path, run_evaluation
+from hoprag.ray_runtime import RayConfig
+from tests.support.film_kg import write_film_index, write_tiny_glm
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def film_eval(tmp_path_factory, embedder, ray_cluster) -> dict:
+    root = tmp_path_factory.mktemp("eval")
+    index = write_film_index(root / "index", embedder, questions=True)
+    glm = write_tiny_glm(root / "glm" / "retriever")
+    return {"root": root, "index": index, "glm": glm.parent, "address": ray_cluster}
+
+
+def _config(film_eval: dict, out: Path) -> EvalConfig:
+    return EvalConfig.model_validate(
+        {
+            "benchmarks": [
+                {"name": "films", "index": str(film_eval["index"])},
+                {"name": "films-3hop", "index": str(film_eval["index"]), "where": {"hops": ["3"]}},
+            ],
+            "systems": [
+                {"name": "dense", "kind": "retrieval", "retriever": "dense"},
+                {"name": "glm", "kind": "retrieval", "retriever": str(film_eval["glm"])},
+            ],
+            "out": str(out),
+            "batch_size": 2,
+            "retrieval_actors": 2,
+            "cpus_per_actor": 0.5,
+            "bootstrap_resamples": 200,
+            "ray": RayConfig(address=film_eval["address"]).model_dump(),
+        }
+    )
+
+
+def test_interrupted_evaluation_resumes_with_only_the_missing_questions(film_eval, tmp_path) -> None:
+    config = _config(film_eval, tmp_path / "eval")
+    first = run_evaluation(config, progress=False)
+    path = results_path(config.out, "films", "glm")
+    before = read_results(path)
+    assert len(before) == 6
+    # Simulate a kill mid-run: the last two results never written, the one before torn mid-line.
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:3]) + "\n" + lines[3][: len(lines[3]) // 2])
+    second = run_evaluation(config, progress=False)
+    runs = {
+        (r["benchmark"], r["system"]): r
+        for r in json.loads((config.out / "eval_meta.json").read_text())["runs"]
+    }
+    assert runs[("films", "glm")]["computed"] == 3 and runs[("films", "glm")]["reused"] == 3
+    assert runs[("films", "dense")]["computed"] == 0  # nothing missing there
+    after = read_results(path)
+    assert {q: r["metrics"] for q, r in after.items()} == {q: r["metrics"] for q, r in before.items()}
+    assert first["results"] == second["results"]
+
+
+def test_summary_report_plots_and_input_problems(film_eval, tmp_path) -> None:
+    config = _config(film_eval, tmp_path / "eval")
+    summary = run_evaluation(config, progress=False)
+    by = {(r["benchmark"], r["system"]): r for r in summary["results"]}
+    assert by[("films", "dense")]["n"] == 6 and by[("films-3hop", "dense")]["n"] == 1
+    assert set(by[("films", "dense")]["metrics"]) == {"recall@1", "recall@2", "recall@5", "recall@10"}
+    assert "entity_recall@20" in by[("films", "glm")]["metrics"]  # the GLM scores entities
+    assert summary["inputs"]["films"]["missing_supporting_docs"] == 1  # "Atlantis" is not in the corpus
+    assert all("p_holm" in c and c["p_holm"] >= c["p"] for c in summary["comparisons"])
+    report = (config.out / "report.md").read_text()
+    assert "## recall@2" in report and "| dense |" in report and "**" in report
+    assert (config.out / "recall_at_2_bars.png").stat().st_size > 1000
+    assert (config.out / "recall_vs_hops.png").is_file()
+    (config.out / "report.md").unlink()
+    rebuilt = rebuild_report(config.out)  # from stored results only
+    assert rebuilt["results"] == summary["results"] and (config.out / "report.md").read_text() == report
+
+
+def test_bad_benchmarks_and_configs_are_refused(film_eval, tmp_path) -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        run_evaluation(
+            EvalConfig.model_validate(
+                {
+                    "benchmarks": [{"name": "nope", "index": str(tmp_path / "missing")}],
+                    "systems": [{"name": "dense", "kind": "retrieval", "retriever": "dense"}],
+                    "out": str(tmp_path / "o"),
+                    "ray": {"address": film_eval["address"]},
+                }
+            ),
+            progress=False,
+        )
+    with pytest.raises(ValueError, match="duplicate system"):
+        EvalConfig.model_validate(
+            {
+                "benchmarks": [{"name": "a", "index": "x"}],
+                "systems": [{"name": "s", "kind": "qa", "pipeline": "no_context"}] * 2,
+                "out": "o",
+            }
+        )
+    with pytest.raises(ValueError, match="needs 'retriever'"):
+        EvalConfig.model_validate(
+            {
+                "benchmarks": [{"name": "a", "index": "x"}],
+                "systems": [{"name": "r", "kind": "retrieval"}],
+                "out": "o",
+            }
+        )

@@ -1,0 +1,69 @@
+"""Evaluation metrics and statistics against worked examples."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluation.metrics import entity_recall, exact_match, f1_score, normalize_answer, recall_at_k
+from evaluation.stats import bootstrap_ci, holm_bonferroni, paired_bootstrap
+
+
+@pytest.mark.parametrize(
+    ("prediction", "golds", "em", "f1"),
+    [
+        ("The Broken Harbor.", ["Broken Harbor"], 1.0, 1.0),  # article and punctuation
+        ("the Broken Harbor film", ["Broken Harbor"], 0.0, 0.8),  # P 2/3, R 1 -> 0.8
+        ("Yes", ["yes"], 1.0, 1.0),
+        ("yes", ["no"], 0.0, 0.0),  # yes/no never earn partial credit
+        ("no answer here", ["no"], 0.0, 0.0),
+        ("Carl", ["Carl Boese", "C. Boese"], 0.0, 2 / 3),  # best alias: P 1, R 1/2
+        ("anything", [""], 0.0, 0.0),  # an empty gold answer scores nothing
+    ],
+)
+def test_em_and_f1_worked_examples(prediction, golds, em, f1) -> None:
+    assert exact_match(prediction, golds) == em
+    assert f1_score(prediction, golds) == pytest.approx(f1)
+
+
+def test_normalization() -> None:
+    assert normalize_answer("  An  Apple's  day! ") == "apples day"
+
+
+def test_recall_with_duplicate_and_missing_titles() -> None:
+    # Duplicated retrieved titles count once; gold titles never retrieved count as misses.
+    assert recall_at_k(["A", "A", "B"], ["A", "C"], 2) == 0.5
+    assert recall_at_k(["A", "B"], ["A", "A", "B"], 1) == 0.5  # duplicate gold titles collapse
+    assert recall_at_k([], ["A"], 5) == 0.0
+    with pytest.raises(ValueError):
+        recall_at_k(["A"], [], 2)
+    assert entity_recall(["x", "y", "z"], ["y", "w"], 2) == 0.5
+
+
+def test_bootstrap_ci_is_deterministic_and_exact_on_constant_scores() -> None:
+    assert bootstrap_ci([0.5] * 7, 200, seed=1) == (0.5, 0.5, 0.5)  # no spread, no interval
+    a = bootstrap_ci([0, 1, 1, 0, 1, 1, 1, 0], 500, seed=3)
+    assert a == bootstrap_ci([0, 1, 1, 0, 1, 1, 1, 0], 500, seed=3)
+    mean, low, high = a
+    assert mean == 0.625 and 0.2 <= low < mean < high <= 1.0
+
+
+def test_bootstrap_ci_on_two_values_by_hand() -> None:
+    # Scores [0, 1]: each resample of 2 is (0,0), (0,1), (1,0) or (1,1) -> means 0, .5, .5, 1.
+    # With many resamples the 2.5% and 97.5% quantiles are 0 and 1.
+    assert bootstrap_ci([0, 1], 4000, seed=0) == (0.5, 0.0, 1.0)
+
+
+def test_paired_bootstrap() -> None:
+    same = paired_bootstrap([1, 0, 1], [1, 0, 1], 500, seed=0)
+    assert same["diff"] == 0 and same["p"] == 1.0
+    better = paired_bootstrap([1] * 20, [0] * 20, 500, seed=0)
+    assert better["diff"] == 1.0 and better["p"] == pytest.approx(1 / 500)  # floor: 1 / resamples
+    with pytest.raises(ValueError):
+        paired_bootstrap([1, 0], [1], 100)
+
+
+def test_holm_bonferroni_on_a_known_list() -> None:
+    # Sorted: 0.005*4=0.02, 0.01*3=0.03, 0.03*2=0.06, 0.04*1=0.04 -> monotone 0.06.
+    assert holm_bonferroni([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm_bonferroni([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+    assert holm_bonferroni([]) == []
