@@ -2,8 +2,10 @@
 
 ``hoprag eval report EVAL_DIR`` rebuilds all of it without re-running anything. Means come with
 95% bootstrap intervals (questions resampled); systems are compared pairwise on the questions both
-answered (paired bootstrap test), with Holm–Bonferroni correction over all comparisons of the
-evaluation (every benchmark, metric and pair of systems).
+scored: the mean difference with its paired-bootstrap interval, and a paired t-test p-value,
+Holm–Bonferroni-corrected over all comparisons of the evaluation (every benchmark, metric and pair
+of systems). Pairs with identical per-question scores (one retriever under two pipelines) are not
+comparisons and are left out of the family.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.runner import error_counts, read_results
-from evaluation.stats import bootstrap_ci, holm_bonferroni, paired_bootstrap
+from evaluation.stats import bootstrap_ci, holm_bonferroni, paired_bootstrap, paired_t_test
 
 METRIC_ORDER = ["recall@1", "recall@2", "recall@5", "recall@10", "entity_recall@20", "em", "f1"]
 
@@ -70,12 +72,12 @@ def summarize(out: Path, meta: dict[str, Any], resamples: int = 1000, seed: int 
                 )
                 if len(common) < 2:
                     continue
-                test = paired_bootstrap(
-                    [ra[q]["metrics"][m] for q in common],
-                    [rb[q]["metrics"][m] for q in common],
-                    resamples,
-                    seed,
-                )
+                xa = [ra[q]["metrics"][m] for q in common]
+                xb = [rb[q]["metrics"][m] for q in common]
+                if xa == xb:  # the same scores question by question (e.g. one retriever, two pipelines)
+                    continue
+                test = paired_bootstrap(xa, xb, resamples, seed)
+                test["p"] = paired_t_test(xa, xb)
                 pairs.append(
                     {
                         "benchmark": bench,
@@ -156,8 +158,9 @@ def _plots(out: Path, summary: dict[str, Any], meta: dict[str, Any]) -> list[str
             for s in systems:
                 records = list(read_results(out / "results" / bench / f"{s}.jsonl").values())
                 series = _breakdown(records, key, "recall@5")
-                if series and list(series) != ["None"]:
-                    ax.plot(list(series), list(series.values()), marker="o", label=s)
+                numeric = {int(k): v for k, v in series.items() if k.isdigit()}  # hops / document counts
+                if numeric:
+                    ax.plot(list(numeric), list(numeric.values()), marker="o", label=s)
                     drew = True
             ax.set_title(bench, fontsize=9)
             ax.set_xlabel(label)
@@ -181,7 +184,7 @@ def _markdown(summary: dict[str, Any], meta: dict[str, Any], plots: list[str], c
         lines += ["```bash", command, "```", ""]
     lines += [
         "Means over questions with 95% bootstrap half-widths (±). **Bold**: best on that benchmark. "
-        "† : differs from the best at p < 0.05 (paired bootstrap, Holm–Bonferroni over all pairs).",
+        "† : differs from the best at p < 0.05 (paired t-test, Holm–Bonferroni over all comparisons).",
         "",
     ]
     metrics = [m for m in METRIC_ORDER if any(m in r["metrics"] for r in summary["results"])]

@@ -138,7 +138,7 @@ def _evaluate_pair(
     return {"computed": computed, "reused": len(done)}
 
 
-def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
+def run_evaluation(config: EvalConfig, progress: bool = True, command: str | None = None) -> dict[str, Any]:
     """Evaluate every benchmark × system pair (resuming), then write summary.json, report.md, plots."""
     from evaluation.report import write_report
     from hoprag.ray_runtime import init_ray
@@ -176,6 +176,7 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
         "runs": runs,
         "wall_s": round(time.perf_counter() - started, 1),
         "bootstrap": {"resamples": config.bootstrap_resamples, "seed": config.seed},
+        "command": command,
     }
     (Path(config.out) / "eval_config.json").write_text(config.model_dump_json(indent=1))
     return write_report(Path(config.out), meta)

@@ -65,3 +65,18 @@ def holm_bonferroni(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p[i]))
         adjusted[i] = running
     return adjusted.tolist()
+
+
+def paired_t_test(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p-value of the paired t-test on per-question differences ``a - b``.
+
+    Constant differences: p = 1 when they are all zero, 0 otherwise (a t statistic is undefined).
+    """
+    from scipy import stats
+
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if len(d) < 2:
+        return float("nan")
+    if np.allclose(d, d[0]):
+        return 1.0 if d[0] == 0 else 0.0
+    return float(stats.ttest_rel(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)).pvalue)

@@ -239,6 +239,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from training.bench import run_train_benchmark
 
             return run_train_benchmark(args)
+        if args.command == "bench" and args.bench == "eval":
+            from evaluation.bench import run_eval_benchmark
+
+            return run_eval_benchmark(args)
         if args.command == "bench" and args.bench == "serve":
             from serving.bench import run_serve_benchmark
 
@@ -425,7 +429,7 @@ def _cmd_eval_run(args: argparse.Namespace) -> int:
     from evaluation.runner import run_evaluation
 
     try:
-        summary = run_evaluation(config)
+        summary = run_evaluation(config, command="hoprag " + " ".join(sys.argv[1:]) if sys.argv[1:] else None)
     except ValueError as exc:
         raise _UserError(str(exc)) from exc
     for r in summary["results"]:

@@ -67,3 +67,28 @@ def test_holm_bonferroni_on_a_known_list() -> None:
     assert holm_bonferroni([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert holm_bonferroni([0.5, 0.9]) == pytest.approx([1.0, 1.0])
     assert holm_bonferroni([]) == []
+
+
+def test_score_row_scores_what_each_system_produces() -> None:
+    from evaluation.worker import score_row
+
+    row = {
+        "supporting_docs": ["A", "B"],
+        "supporting_entities": ["x"],
+        "answer": "Worms",
+        "answer_aliases": ["Worms, Germany"],
+    }
+    retrieval = score_row(row, ["B", "C", "A"], ["x", "y"], None, [1, 2])
+    assert retrieval == {"recall@1": 0.5, "recall@2": 0.5, "entity_recall@20": 1.0}
+    no_context = score_row(row, None, [], "worms", [1, 2])  # no retrieval: no recall at all
+    assert no_context == {"em": 1.0, "f1": 1.0}
+    no_gold = score_row({"supporting_docs": [], "answer": ""}, ["A"], [], "x", [1])
+    assert no_gold == {}  # nothing to score against: counted, not guessed
+
+
+def test_paired_t_test_by_hand() -> None:
+    from evaluation.stats import paired_t_test
+
+    # d = 1,2,3,4: mean 2.5, sd 1.2910, t = 2.5 / (1.2910 / 2) = 3.873 with 3 df -> p = 0.0305
+    assert paired_t_test([1, 2, 3, 4], [0, 0, 0, 0]) == pytest.approx(0.0305, abs=5e-4)
+    assert paired_t_test([1, 1], [1, 1]) == 1.0 and paired_t_test([1, 1], [0, 0]) == 0.0
