@@ -155,6 +155,10 @@ def _build_parser() -> argparse.ArgumentParser:
     bi.add_argument("--json", action="store_true")
     bi.add_argument("--workdir", type=Path, default=Path("runs/bench-index"))
     _add_config_args(bi)
+    be = bsub.add_parser("eval", help="retrieval-evaluation questions/s: Ray Data actor pool vs one process")
+    from evaluation.bench import add_arguments as _eval_bench_arguments
+
+    _eval_bench_arguments(be)
     bs = bsub.add_parser(
         "serve", help="QA route QPS and p50/p95/p99: batching on/off, 1 vs 2 replicas, autoscaling"
     )
@@ -239,6 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from training.bench import run_train_benchmark
 
             return run_train_benchmark(args)
+        if args.command == "bench" and args.bench == "eval":
+            from evaluation.bench import run_eval_benchmark
+
+            return run_eval_benchmark(args)
         if args.command == "bench" and args.bench == "eval":
             from evaluation.bench import run_eval_benchmark
 
