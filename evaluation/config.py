@@ -9,6 +9,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, Field, model_validator
 
+from evaluation.judge import JudgeConfig
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.planner.config import PlannerConfig
 from hoprag.ray_runtime import RayConfig
@@ -72,6 +73,7 @@ class EvalConfig(BaseModel):
     )
     llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
     ks: list[int] = Field(default_factory=lambda: [1, 2, 5, 10], description="Document recall cut-offs.")
     retrieval_actors: int = Field(default=2, ge=1, description="Actor pool size for retrieval systems.")
     qa_actors: int = Field(

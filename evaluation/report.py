@@ -18,7 +18,7 @@ from typing import Any
 from evaluation.runner import error_counts, read_results
 from evaluation.stats import bootstrap_ci, holm_bonferroni, paired_bootstrap, paired_t_test
 
-METRIC_ORDER = ["recall@1", "recall@2", "recall@5", "recall@10", "entity_recall@20", "em", "f1"]
+METRIC_ORDER = ["recall@1", "recall@2", "recall@5", "recall@10", "entity_recall@20", "em", "f1", "judge"]
 
 
 def _metric_names(records: list[dict[str, Any]]) -> list[str]:
@@ -55,6 +55,7 @@ def summarize(out: Path, meta: dict[str, Any], resamples: int = 1000, seed: int 
                     "system": name,
                     "n": len(ok),
                     "errors": error_counts(rows),
+                    "judge_invalid": sum(1 for r in ok if r.get("judge_invalid")),
                     "metrics": metrics,
                     "ci95_half_width": ci,
                     **({"cost_per_question": costs} if costs else {}),
@@ -220,9 +221,16 @@ def _markdown(summary: dict[str, Any], meta: dict[str, Any], plots: list[str], c
             if any(c != "–" for c in cells):
                 lines.append(f"| {s} | " + " | ".join(cells) + " |")
         lines.append("")
-    lines += ["## Questions and problems", "", "| benchmark | system | n | errors |", "|---|---|---|---|"]
+    lines += [
+        "## Questions and problems",
+        "",
+        "| benchmark | system | n | errors | judge verdicts neither yes nor no |",
+        "|---|---|---|---|---|",
+    ]
     for r in summary["results"]:
-        lines.append(f"| {r['benchmark']} | {r['system']} | {r['n']} | {r['errors'] or '-'} |")
+        lines.append(
+            f"| {r['benchmark']} | {r['system']} | {r['n']} | {r['errors'] or '-'} | {r.get('judge_invalid', 0)} |"
+        )
     lines.append("")
     for b, inp in summary["inputs"].items():
         lines.append(

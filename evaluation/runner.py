@@ -111,6 +111,7 @@ def _evaluate_pair(
             "llm": config.llm.model_dump(mode="json"),
             "planner": config.planner.model_dump(mode="json"),
             "ks": list(config.ks),
+            "judge": config.judge.model_dump(mode="json"),
         },
         batch_size=config.batch_size,
         concurrency=min(actors, max(1, len(todo) // config.batch_size + 1)),

@@ -47,6 +47,7 @@ class EvalWorker:
         llm: dict[str, Any],
         planner: dict[str, Any],
         ks: list[int],
+        judge: dict[str, Any] | None = None,
     ) -> None:
         from evaluation.config import SystemSpec
         from hoprag.llm.factory import LLMBackendConfig
@@ -58,6 +59,7 @@ class EvalWorker:
         self.index, embedder = load_index_and_embedder(index_dir)
         self.retriever = None
         self.qa: Any = None
+        self.judge_llm: Any = None
         spec = self.system
         if spec.retriever:
             from hoprag.retrieval.loading import load_retriever
@@ -67,7 +69,16 @@ class EvalWorker:
             from hoprag.llm.factory import build_llm
             from hoprag.planner.knowledge import KnowledgeGraphView
 
-            llm_backend = build_llm(LLMBackendConfig.model_validate(llm))
+            llm_config = LLMBackendConfig.model_validate(llm)
+            llm_backend = build_llm(llm_config)
+            if judge and judge.get("enabled"):
+                from evaluation.judge import JudgeConfig
+
+                judge_config = JudgeConfig.model_validate(judge)
+                # One model in memory when the judge is the answering LLM.
+                self.judge_llm = (
+                    llm_backend if judge_config.llm == llm_config else build_llm(judge_config.llm)
+                )
             kg = KnowledgeGraphView(self.index, embedder)
             planner_config = PlannerConfig.model_validate(planner)
             if spec.pipeline == "plan":
@@ -126,6 +137,15 @@ class EvalWorker:
             record["answer"] = answer
             record["documents"] = titles
             record["metrics"] = score_row(row, titles, entities, answer, self.ks)
+            if self.judge_llm is not None and answer is not None:
+                from evaluation.judge import judge
+
+                golds = [row.get("answer") or "", *(row.get("answer_aliases") or [])]
+                verdict = judge(self.judge_llm, [(row["question"], golds, answer)])[0]
+                if verdict is None:
+                    record["judge_invalid"] = True  # neither yes nor no: counted, not guessed
+                else:
+                    record["metrics"]["judge"] = verdict
         except Exception as exc:
             record["error"] = f"{type(exc).__name__}: {exc}"[:500]
             record["metrics"] = {}

@@ -92,3 +92,31 @@ def test_paired_t_test_by_hand() -> None:
     # d = 1,2,3,4: mean 2.5, sd 1.2910, t = 2.5 / (1.2910 / 2) = 3.873 with 3 df -> p = 0.0305
     assert paired_t_test([1, 2, 3, 4], [0, 0, 0, 0]) == pytest.approx(0.0305, abs=5e-4)
     assert paired_t_test([1, 1], [1, 1]) == 1.0 and paired_t_test([1, 1], [0, 0]) == 0.0
+
+
+def test_llm_judge_verdicts_and_invalid_outputs() -> None:
+    from evaluation.judge import judge
+    from tests.support.planner_llm import Rule, ScriptedPlannerLLM
+
+    class JudgeLLM(ScriptedPlannerLLM):
+        def _respond(self, prompt: str):
+            from hoprag.llm.base import Completion
+
+            instance = prompt.rsplit("\n\n", 1)[-1]
+            text = (
+                "yes" if "Generated answer: Worms" in instance else "maybe?" if "Berlin" in instance else "no"
+            )
+            return Completion(text=text)
+
+    llm = JudgeLLM([Rule("other", "")])
+    verdicts = judge(
+        llm,
+        [
+            ("Where?", ["Worms"], "Worms"),
+            ("Where?", ["Worms"], "Paris"),
+            ("Where?", ["Worms"], "Berlin"),
+            ("Where?", ["Worms"], ""),
+        ],
+    )
+    assert verdicts == [1.0, 0.0, None, 0.0]  # "maybe?" is neither yes nor no: invalid, not guessed
+    assert llm.batches == [3]  # one batch; the empty answer was never sent

@@ -1,0 +1,43 @@
+"""The evaluation worker in-process: a QA system over real HTTP to a scripted LLM, judged."""
+
+from __future__ import annotations
+
+import json
+
+from evaluation.worker import EvalWorker
+from hoprag.llm.openai_server import OpenAIProtocolServer
+from tests.support.film_kg import film_questions, write_film_index
+from tests.support.planner_llm import Rule, ScriptedPlannerLLM
+
+
+def test_rag_system_answers_scores_and_is_judged(tmp_path, embedder) -> None:
+    index = write_film_index(tmp_path / "index", embedder, questions=True)
+    llm = ScriptedPlannerLLM(
+        [
+            Rule("answer", "Carl Boese", "Question: Who directed My Cousin From Warsaw?"),
+            Rule("other", "yes", "Generated answer: Carl Boese"),  # the judge agrees
+            Rule("other", "perhaps", "Generated answer: Germany"),  # a verdict neither yes nor no
+        ],
+        default="Germany",
+    )
+    with OpenAIProtocolServer(llm, model_name="scripted") as server:
+        llm_config = {
+            "backend": "openai",
+            "openai": {"base_url": server.base_url, "model": "scripted", "prompt_style": "completion"},
+        }
+        worker = EvalWorker(
+            str(index),
+            {"name": "dense-rag", "kind": "qa", "pipeline": "rag", "retriever": "dense"},
+            llm_config,
+            {},
+            [1, 2],
+            judge={"enabled": True, "llm": llm_config},
+        )
+        rows = film_questions()[:3]
+        out = worker({"row": [json.dumps(r) for r in rows]})
+    first, second, third = (json.loads(r) for r in out["result"])
+    assert first["answer"] == "Carl Boese" and first["error"] is None
+    assert first["metrics"]["em"] == 1.0 and first["metrics"]["judge"] == 1.0
+    assert first["metrics"]["recall@1"] == 1.0 and first["llm_calls"] == 1
+    assert second["answer"] == "Germany" and second["judge_invalid"] and "judge" not in second["metrics"]
+    assert third["metrics"]["em"] == 1.0  # gold "Germany" for the 3-hop question
