@@ -97,8 +97,28 @@ def summarize(out: Path, meta: dict[str, Any], resamples: int = 1000, seed: int 
     return {
         "results": results,
         "comparisons": comparisons,
+        "breakdowns": _breakdowns(out, meta),
         "inputs": {b: v["input"] for b, v in meta["benchmarks"].items()},
     }
+
+
+BREAKDOWN_KEYS = ("hops", "type", "supporting_docs")
+BREAKDOWN_METRICS = ("recall@5", "em")
+
+
+def _breakdowns(out: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """benchmark → key (hops, question type, number of supporting documents) → system → metric → value → mean."""
+    result: dict[str, Any] = {}
+    for bench in meta["benchmarks"]:
+        for s in meta["systems"]:
+            records = list(read_results(Path(out) / "results" / bench / f"{s['name']}.jsonl").values())
+            for key in BREAKDOWN_KEYS:
+                for metric in BREAKDOWN_METRICS:
+                    series = _breakdown(records, key, metric)
+                    if series and list(series) != ["None"]:
+                        node = result.setdefault(bench, {}).setdefault(key, {}).setdefault(s["name"], {})
+                        node[metric] = {k: round(v, 4) for k, v in series.items()}
+    return result
 
 
 def _breakdown(records: list[dict[str, Any]], key: str, metric: str) -> dict[str, float]:
@@ -239,6 +259,21 @@ def _markdown(summary: dict[str, Any], meta: dict[str, Any], plots: list[str], c
             f"{inp['missing_supporting_docs']} supporting documents missing from the corpus; "
             f"{inp['empty_answers']} empty gold answers (no EM/F1)"
         )
+    if summary.get("breakdowns"):
+        lines += ["", "## Breakdowns (GLM-RAG figs. 13–15: by hops, question type, supporting documents)"]
+    for bench, keys in summary.get("breakdowns", {}).items():
+        for key, per_system in keys.items():
+            for metric in BREAKDOWN_METRICS:
+                rows = {s: v[metric] for s, v in per_system.items() if metric in v}
+                if not rows:
+                    continue
+                values = sorted({x for r in rows.values() for x in r}, key=lambda x: (len(x), x))
+                lines += ["", f"### {bench}: {metric} by {key.replace('_', ' ')}", ""]
+                lines += ["| system | " + " | ".join(values) + " |", "|---|" + "---|" * len(values)]
+                for s, r in rows.items():
+                    lines.append(
+                        f"| {s} | " + " | ".join(f"{r[x]:.3f}" if x in r else "–" for x in values) + " |"
+                    )
     if plots:
         lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"
