@@ -98,11 +98,38 @@ def summarize(out: Path, meta: dict[str, Any], resamples: int = 1000, seed: int 
         "results": results,
         "comparisons": comparisons,
         "breakdowns": _breakdowns(out, meta),
+        "analysis": _analysis(out, meta),
         "inputs": {b: v["input"] for b, v in meta["benchmarks"].items()},
     }
 
 
-BREAKDOWN_KEYS = ("hops", "type", "supporting_docs")
+def _analysis(out: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """GLM-RAG section 6 per benchmark and entity-scoring system: mean semantic similarity
+    (question vs top retrieved entities) and mean hop distance of those entities from the seeds."""
+    result: dict[str, Any] = {}
+    for bench in meta["benchmarks"]:
+        for s in meta["systems"]:
+            records = read_results(Path(out) / "results" / bench / f"{s['name']}.jsonl").values()
+            sims = [
+                r["analysis"]["retrieved_similarity"]
+                for r in records
+                if (r.get("analysis") or {}).get("retrieved_similarity") is not None
+            ]
+            hops = [
+                r["analysis"]["retrieved_hop_distance"]
+                for r in records
+                if (r.get("analysis") or {}).get("retrieved_hop_distance") is not None
+            ]
+            if sims or hops:
+                result.setdefault(bench, {})[s["name"]] = {
+                    "semantic_similarity": round(sum(sims) / len(sims), 4) if sims else None,
+                    "hop_distance": round(sum(hops) / len(hops), 4) if hops else None,
+                    "n": len(sims),
+                }
+    return result
+
+
+BREAKDOWN_KEYS = ("hops", "type", "supporting_docs", "entity_distance")
 BREAKDOWN_METRICS = ("recall@5", "em")
 
 
@@ -128,6 +155,8 @@ def _breakdown(records: list[dict[str, Any]], key: str, metric: str) -> dict[str
             continue
         if key == "supporting_docs":
             value = str(len(r.get("supporting_docs") or []))
+        elif key in (r.get("analysis") or {}):
+            value = str(r["analysis"][key])
         else:
             value = str(r.get("meta", {}).get(key))
         groups.setdefault(value, []).append(r["metrics"][metric])
@@ -259,8 +288,28 @@ def _markdown(summary: dict[str, Any], meta: dict[str, Any], plots: list[str], c
             f"{inp['missing_supporting_docs']} supporting documents missing from the corpus; "
             f"{inp['empty_answers']} empty gold answers (no EM/F1)"
         )
+    if summary.get("analysis"):
+        lines += [
+            "",
+            "## Retrieved entities (GLM-RAG section 6)",
+            "",
+            "Mean cosine similarity between the question and the top-20 retrieved entities (the index's "
+            "embedder), and their mean shortest-path distance from the question entities (undirected KG, "
+            "cutoff 10).",
+            "",
+            "| benchmark | system | semantic similarity | hop distance | n |",
+            "|---|---|---|---|---|",
+        ]
+        for bench, per_system in summary["analysis"].items():
+            for s, a in per_system.items():
+                lines.append(
+                    f"| {bench} | {s} | {a['semantic_similarity']} | {a['hop_distance']} | {a['n']} |"
+                )
     if summary.get("breakdowns"):
-        lines += ["", "## Breakdowns (GLM-RAG figs. 13–15: by hops, question type, supporting documents)"]
+        lines += [
+            "",
+            "## Breakdowns (GLM-RAG figs. 13–16: by hops, question type, supporting documents, entity-level distance)",
+        ]
     for bench, keys in summary.get("breakdowns", {}).items():
         for key, per_system in keys.items():
             for metric in BREAKDOWN_METRICS:

@@ -15,6 +15,8 @@ from evaluation.metrics import entity_recall, exact_match, f1_score, recall_at_k
 
 TOP_DOCS = 10
 TOP_ENTITIES = 20
+DISTANCE_CUTOFF = 10  # hops, as GLM-RAG's analysis
+MAX_BFS_ENTITIES = 200_000
 
 
 def score_row(
@@ -57,6 +59,7 @@ class EvalWorker:
         self.system = SystemSpec.model_validate(system)
         self.ks = ks
         self.index, embedder = load_index_and_embedder(index_dir)
+        self.embedder = embedder
         self.retriever = None
         self.qa: Any = None
         self.judge_llm: Any = None
@@ -137,6 +140,7 @@ class EvalWorker:
             record["answer"] = answer
             record["documents"] = titles
             record["metrics"] = score_row(row, titles, entities, answer, self.ks)
+            record["analysis"] = self._analysis(row, entities)
             if self.judge_llm is not None and answer is not None:
                 from evaluation.judge import judge
 
@@ -151,6 +155,34 @@ class EvalWorker:
             record["metrics"] = {}
         record["seconds"] = round(time.perf_counter() - started, 4)
         return record
+
+    def _analysis(self, row: dict[str, Any], retrieved: list[str]) -> dict[str, float | int | None]:
+        """GLM-RAG section 6 / appendix: entity-level distance of the question (max over reachable
+        supporting entities of the hops from the nearest question entity, undirected KG, cutoff
+        10) and, for retrievers that score entities, the mean hop distance and mean semantic
+        similarity (question vs entity name, the index's embedder) of the top retrieved entities."""
+        seeds = [
+            i for i in (self.index.entity_id(e) for e in row.get("question_entities") or []) if i is not None
+        ]
+        out: dict[str, float | int | None] = {"entity_distance": None}
+        if not seeds:
+            return out
+        dist = self.index.k_hop(seeds, DISTANCE_CUTOFF, max_entities=MAX_BFS_ENTITIES)
+        gold = [
+            i
+            for i in (self.index.entity_id(e) for e in row.get("supporting_entities") or [])
+            if i is not None
+        ]
+        reachable = [dist[g] for g in gold if g in dist and g not in seeds]
+        out["entity_distance"] = max(reachable) if reachable else None
+        ids = [i for i in (self.index.entity_id(e) for e in retrieved[:TOP_ENTITIES]) if i is not None]
+        if ids:
+            hops = [dist[i] for i in ids if i in dist]
+            out["retrieved_hop_distance"] = round(sum(hops) / len(hops), 4) if hops else None
+            q = self.embedder.encode([row["question"]])[0]
+            sims = [float(self.index.entity_embeddings[i] @ q) for i in ids]
+            out["retrieved_similarity"] = round(sum(sims) / len(sims), 4)
+        return out
 
     def _no_context(self, question: str) -> tuple[str, dict[str, int]]:
         from hoprag.planner import prompts as P

@@ -74,6 +74,10 @@ def test_summary_report_plots_and_input_problems(film_eval, tmp_path) -> None:
     assert set(by[("films", "dense")]["metrics"]) == {"recall@1", "recall@2", "recall@5", "recall@10"}
     assert "entity_recall@20" in by[("films", "glm")]["metrics"]  # the GLM scores entities
     assert summary["inputs"]["films"]["missing_supporting_docs"] == 1  # "Atlantis" is not in the corpus
+    assert set(summary["breakdowns"]["films"]) >= {"hops", "supporting_docs", "entity_distance"}
+    glm_analysis = summary["analysis"]["films"]["glm"]  # the GLM scores entities; dense does not
+    assert glm_analysis["hop_distance"] is not None and -1 <= glm_analysis["semantic_similarity"] <= 1
+    assert "dense" not in summary["analysis"]["films"]
     assert all("p_holm" in c and c["p_holm"] >= c["p"] for c in summary["comparisons"])
     report = (config.out / "report.md").read_text()
     assert "## recall@2" in report and "| dense |" in report and "**" in report

@@ -41,3 +41,17 @@ def test_rag_system_answers_scores_and_is_judged(tmp_path, embedder) -> None:
     assert first["metrics"]["recall@1"] == 1.0 and first["llm_calls"] == 1
     assert second["answer"] == "Germany" and second["judge_invalid"] and "judge" not in second["metrics"]
     assert third["metrics"]["em"] == 1.0  # gold "Germany" for the 3-hop question
+
+
+def test_entity_level_distance_by_hand(tmp_path, embedder) -> None:
+    index = write_film_index(tmp_path / "index", embedder, questions=True)
+    worker = EvalWorker(str(index), {"name": "dense", "kind": "retrieval", "retriever": "dense"}, {}, {}, [2])
+    rows = film_questions()
+    out = [json.loads(r) for r in worker({"row": [json.dumps(r) for r in rows]})["result"]]
+    by_id = {r["id"]: r for r in out}
+    # "In which country was the director of My Cousin From Warsaw born?": from the seed
+    # my cousin from warsaw -> carl boese (1) -> berlin (2) -> germany (3): depth 3.
+    assert by_id["film-2"]["analysis"]["entity_distance"] == 3
+    # "Who directed My Cousin From Warsaw?": supporting entities carl boese (1) besides the seed.
+    assert by_id["film-0"]["analysis"]["entity_distance"] == 1
+    assert "retrieved_similarity" not in by_id["film-0"]["analysis"]  # dense scores no entities
