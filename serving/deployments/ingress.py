@@ -79,6 +79,13 @@ def _request_id(request: Request) -> str:
 
 
 def _error(status: int, message: str, request_id: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    if status < 500:  # 5xx are counted where they arise, with their kind (overloaded, timeout, ...)
+        try:
+            from serving.metrics import ingress_metrics
+
+            ingress_metrics()["errors"].inc(tags={"route": "http", "kind": _ERRORS.get(status, str(status))})
+        except Exception:  # outside a Ray worker (no metrics): never let counting fail a response
+            pass
     body = {"error": {"type": _ERRORS.get(status, "error"), "message": message, "request_id": request_id}}
     return JSONResponse(body, status_code=status, headers=headers or {})
 

@@ -360,3 +360,24 @@ def test_hoprag_serve_runs_in_the_foreground_and_stops_cleanly_on_ctrl_c(
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_metrics_reach_rays_prometheus_endpoint(served) -> None:
+    import ray
+
+    port = ray._private.worker.global_worker.node.metrics_export_port
+    httpx.post(f"{served.open_base}/v1/qa", json={"question": ""}, timeout=30)  # a 422, counted
+    wanted = {
+        "ray_hoprag_requests_total",
+        "ray_hoprag_stage_latency_s_bucket",
+        "ray_hoprag_retriever_batch_size_bucket",
+        "ray_hoprag_llm_calls_per_question_bucket",
+        "ray_hoprag_errors_total",
+    }
+    found: set[str] = set()
+    deadline = time.time() + 90  # Ray exports metrics every few seconds
+    while time.time() < deadline and not wanted <= found:
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+        found = {line.split("{")[0] for line in text.splitlines() if line.startswith("ray_hoprag_")}
+        time.sleep(2)
+    assert wanted <= found, sorted(found)
