@@ -332,10 +332,21 @@ def test_hoprag_serve_runs_in_the_foreground_and_stops_cleanly_on_ctrl_c(
         "llm.openai.prompt_style=completion",
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        from serving.run import wait_until_ready
+    lines: list[str] = []
+    announced = threading.Event()
 
-        wait_until_ready(f"http://127.0.0.1:{port}", timeout_s=300, progress=False)
+    def read_output() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if "Ctrl-C stops it." in line:
+                announced.set()
+
+    reader = threading.Thread(target=read_output, daemon=True)
+    reader.start()
+    try:
+        # SIGINT only once `hoprag serve` itself says it is serving (its output, not our polling).
+        assert announced.wait(timeout=300), "".join(lines)[-2000:]
         ask = subprocess.run(
             [
                 sys.executable,
@@ -354,7 +365,9 @@ def test_hoprag_serve_runs_in_the_foreground_and_stops_cleanly_on_ctrl_c(
         assert ask.returncode == 0, ask.stderr
         assert json.loads(ask.stdout)["answer"] == "Carl Boese"
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)
+        proc.wait(timeout=120)
+        reader.join(timeout=30)
+        out = "".join(lines)
         assert proc.returncode == 0, out[-2000:]
         assert "ready in" in out and "stopping" in out
     finally:
