@@ -185,6 +185,16 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# `hoprag bench NAME` → the function running it (imported only when that benchmark runs).
+_BENCHMARKS = {
+    "index": ("indexing.bench", "run_index_benchmark"),
+    "train": ("training.bench", "run_train_benchmark"),
+    "plan": ("evaluation.planner_bench", "run_plan_benchmark"),
+    "serve": ("serving.bench", "run_serve_benchmark"),
+    "eval": ("evaluation.bench", "run_eval_benchmark"),
+}
+
+
 def _rewrite_argv(argv: list[str]) -> list[str]:
     # `hoprag index stats DIR` reads better than a separate top-level command.
     if len(argv) >= 2 and argv[0] == "index" and argv[1] == "stats":
@@ -239,30 +249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "eval" and args.eval == "retrieval":
             return _cmd_eval_retrieval(args)
-        if args.command == "bench" and args.bench == "train":
-            from training.bench import run_train_benchmark
+        if args.command == "bench":
+            import importlib
 
-            return run_train_benchmark(args)
-        if args.command == "bench" and args.bench == "eval":
-            from evaluation.bench import run_eval_benchmark
-
-            return run_eval_benchmark(args)
-        if args.command == "bench" and args.bench == "eval":
-            from evaluation.bench import run_eval_benchmark
-
-            return run_eval_benchmark(args)
-        if args.command == "bench" and args.bench == "serve":
-            from serving.bench import run_serve_benchmark
-
-            return run_serve_benchmark(args)
-        if args.command == "bench" and args.bench == "plan":
-            from evaluation.planner_bench import run_plan_benchmark
-
-            return run_plan_benchmark(args)
-        if args.command == "bench" and args.bench == "index":
-            from indexing.bench import run_index_benchmark
-
-            return run_index_benchmark(args)
+            module, function = _BENCHMARKS[args.bench]
+            return getattr(importlib.import_module(module), function)(args)
     except ConfigError as exc:
         print(f"hoprag: config error: {exc}", file=sys.stderr)
         return 2
