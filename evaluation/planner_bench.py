@@ -42,12 +42,12 @@ def run_plan_benchmark(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from hoprag.config import load_config
-    from hoprag.embedding import EmbedderConfig, SentenceTransformerEmbedder
     from hoprag.kg.index import KGIndex
     from hoprag.llm.factory import build_llm
     from hoprag.machine import machine_description
     from hoprag.planner import KnowledgeGraphView, Planner
     from hoprag.planner.app import AskConfig
+    from hoprag.retrieval.loading import index_embedder
 
     config = load_config(AskConfig, args.config, args.overrides)
     index = KGIndex(args.index)
@@ -56,9 +56,7 @@ def run_plan_benchmark(args: argparse.Namespace) -> int:
     questions = [q for q in index.questions.to_pylist() if q["split"] == args.split][: args.questions]
     if not questions:
         raise SystemExit(f"hoprag: no {args.split!r} questions in {args.index}")
-    embedder = SentenceTransformerEmbedder(
-        EmbedderConfig(model=index.manifest.get("embedder", EmbedderConfig().model))
-    )
+    embedder = index_embedder(index)
     kg = KnowledgeGraphView(index, embedder)
     _ = kg.triple_vectors  # computed once, outside the timed questions
     llm = build_llm(config.llm)

@@ -67,7 +67,7 @@ class EvalWorker:
         if spec.retriever:
             from hoprag.retrieval.loading import load_retriever
 
-            self.retriever = load_retriever(spec.retriever, self.index)
+            self.retriever = load_retriever(spec.retriever, self.index, embedder)
         if spec.kind == "qa":
             from hoprag.llm.factory import build_llm
             from hoprag.planner.knowledge import KnowledgeGraphView

@@ -26,12 +26,11 @@ class AskConfig(BaseModel):
 
 def load_index_and_embedder(index_dir: str | Path) -> tuple[KGIndex, SentenceTransformerEmbedder]:
     """The index and the embedder its manifest names (query vectors must come from the same model)."""
-    from hoprag.embedding import EmbedderConfig, SentenceTransformerEmbedder
     from hoprag.kg.index import KGIndex
+    from hoprag.retrieval.loading import index_embedder
 
     index = KGIndex(index_dir)
-    model = index.manifest.get("embedder", EmbedderConfig().model)
-    return index, SentenceTransformerEmbedder(EmbedderConfig(model=model))
+    return index, index_embedder(index)
 
 
 def build_retrieve_then_answer(
@@ -46,7 +45,7 @@ def build_retrieve_then_answer(
     p = config.planner
     return RetrieveThenAnswer(
         KnowledgeGraphView(index, embedder),
-        load_retriever(retriever_spec, index),
+        load_retriever(retriever_spec, index, embedder),
         build_llm(config.llm),
         context_documents=max(p.context_documents, 3),
         max_document_chars=p.max_document_chars,
@@ -57,20 +56,15 @@ def build_retrieve_then_answer(
 def build_planner(index_dir: str | Path, config: AskConfig, retriever_spec: str | None = None):
     """A :class:`~hoprag.planner.Planner` over ``index_dir``; with ``retriever_spec`` the GLM (or
     dense) retriever joins the traversals as ``glm`` unless the config already lists it."""
-    from hoprag.embedding import EmbedderConfig, SentenceTransformerEmbedder
-    from hoprag.kg.index import KGIndex
     from hoprag.llm.factory import build_llm
     from hoprag.planner.knowledge import KnowledgeGraphView
     from hoprag.retrieval.loading import load_retriever
 
-    index = KGIndex(index_dir)
-    embedder = SentenceTransformerEmbedder(
-        EmbedderConfig(model=index.manifest.get("embedder", EmbedderConfig().model))
-    )
+    index, embedder = load_index_and_embedder(index_dir)
     planner_config = config.planner
     retriever = None
     if retriever_spec:
-        retriever = load_retriever(retriever_spec, index)
+        retriever = load_retriever(retriever_spec, index, embedder)
         if "glm" not in planner_config.traversals:
             planner_config = planner_config.model_copy(
                 update={"traversals": [*planner_config.traversals, "glm"]}

@@ -13,15 +13,23 @@ class RetrieverSpecError(ValueError):
     """A ``--retriever`` value that names no usable retriever."""
 
 
-def load_retriever(spec: str, index: KGIndex) -> Retriever:
-    """``dense`` → the dense baseline with the index's embedder; a path → an exported GLM retriever
-    (``RUN_DIR/retriever`` or ``RUN_DIR`` itself), with the dense baseline as its fallback for
-    questions without a linked entity."""
-    from hoprag.retrieval.dense import DenseRetriever
-
-    embedder = SentenceTransformerEmbedder(
+def index_embedder(index: KGIndex) -> SentenceTransformerEmbedder:
+    """The embedder the index's manifest names (query vectors must come from the same model)."""
+    return SentenceTransformerEmbedder(
         EmbedderConfig(model=index.manifest.get("embedder", EmbedderConfig().model))
     )
+
+
+def load_retriever(
+    spec: str, index: KGIndex, embedder: SentenceTransformerEmbedder | None = None
+) -> Retriever:
+    """``dense`` → the dense baseline with the index's embedder; a path → an exported GLM retriever
+    (``RUN_DIR/retriever`` or ``RUN_DIR`` itself), with the dense baseline as its fallback for
+    questions without a linked entity. Pass ``embedder`` (from :func:`index_embedder`) to share
+    an already loaded model."""
+    from hoprag.retrieval.dense import DenseRetriever
+
+    embedder = embedder or index_embedder(index)
     if spec == "dense":
         return DenseRetriever(index, embedder)
     from hoprag.glm.retriever import GLMRetriever, RetrieverLoadError, load_retriever_model
