@@ -18,7 +18,8 @@ from pathlib import Path
 
 def run_eval_benchmark(args: argparse.Namespace) -> int:
     from evaluation.config import BenchmarkSpec, EvalConfig, SystemSpec
-    from evaluation.runner import _evaluate_pair, load_questions
+    from evaluation.questions import load_questions
+    from evaluation.runner import _evaluate_pair
     from evaluation.worker import EvalWorker
     from hoprag.machine import machine_description
     from hoprag.ray_runtime import init_ray

@@ -1,13 +1,19 @@
-"""PAI-2's binary LLM-as-a-judge: is the generated answer correct given the gold answer?
+"""LLM-as-a-judge metrics of PAI-2 (section V-B), each with a versioned prompt.
 
-The judge sees the question, the gold answer (and aliases) and the generated answer and says yes
-(1) or no (0); accuracy is the mean. Outputs that are neither yes nor no are not guessed: they are
-``None`` and counted as ``judge_invalid`` in the summary. The prompt is versioned: changing it
-must bump :data:`JUDGE_PROMPT_VERSION` (reports record it).
+- ``judge``: binary answer correctness given the gold answer (1 yes / 0 no); accuracy is the mean.
+- ``context_relevance``: two independent judge calls rate the retrieved context's relevance to
+  the question on 0/1/2; ratings are mapped to [0, 1] and averaged.
+- ``faithfulness``: the answer is split into statements; each is checked against the retrieved
+  context; the score is the supported fraction.
+
+Outputs a judge cannot be read from (neither yes nor no, no 0/1/2 rating) are never guessed:
+they yield ``None`` and the evaluation counts them per metric as invalid judgements. Changing a
+prompt must bump its version constant (reports record them).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
@@ -17,6 +23,9 @@ from hoprag.llm.factory import LLMBackendConfig
 from hoprag.planner.parsing import parse_yes_no
 
 JUDGE_PROMPT_VERSION = "judge-v1"
+CONTEXT_RELEVANCE_PROMPT_VERSION = "context-relevance-v1"
+FAITHFULNESS_PROMPT_VERSION = "faithfulness-v1"
+MAX_STATEMENTS = 8
 
 _TASK = (
     "You grade answers to questions. Given the question, the correct answer and a generated answer, "
@@ -27,12 +36,93 @@ _SHOTS = [
     ("Who directed Payment On Demand?", "Curtis Bernhardt", "Carl Boese", "no"),
 ]
 
+# Two wordings, asked independently, as PAI-2's context relevance (one judge's bias averages out).
+_RELEVANCE_TASKS = (
+    "Rate how relevant the context is to the question: 0 = not relevant, 1 = partly relevant, "
+    "2 = fully relevant (it holds what is needed to answer). Reply with the digit only.",
+    "Does the context hold the information needed to answer the question? Reply 2 if fully, "
+    "1 if partly, 0 if not, with the digit only.",
+)
+_RELEVANCE_SHOTS = [
+    ("Who directed Payment On Demand?", "Payment On Demand | directed by | Curtis Bernhardt", "2"),
+    ("Who directed Payment On Demand?", "Bette Davis | born in | Lowell", "0"),
+]
+_STATEMENTS_TASK = (
+    "Break the answer to the question into short standalone statements, one per line, "
+    "each understandable without the question."
+)
+_STATEMENT_SHOTS = [
+    (
+        "Where was the director of Payment On Demand born?",
+        "Curtis Bernhardt, born in Worms",
+        "Curtis Bernhardt directed Payment On Demand.\nCurtis Bernhardt was born in Worms.",
+    ),
+]
+_SUPPORT_TASK = "Say yes if the statement can be inferred from the context alone, otherwise no."
+_SUPPORT_SHOTS = [
+    (
+        "Payment On Demand | directed by | Curtis Bernhardt",
+        "Curtis Bernhardt directed Payment On Demand.",
+        "yes",
+    ),
+    ("Payment On Demand | directed by | Curtis Bernhardt", "Curtis Bernhardt was born in Worms.", "no"),
+]
+
 
 class JudgeConfig(BaseModel):
-    """Which LLM judges (the paper: Qwen2.5 7B through any OpenAI-compatible endpoint)."""
+    """Which LLM judges and what (the paper: Qwen2.5 7B through any OpenAI-compatible endpoint)."""
 
     enabled: bool = Field(default=False, description="Add LLM-as-judge accuracy ('judge') to QA systems.")
+    context_relevance: bool = Field(
+        default=False,
+        description="Add 'context_relevance' (two 0/1/2 ratings) to QA systems that retrieve context.",
+    )
+    faithfulness: bool = Field(
+        default=False,
+        description="Add 'faithfulness' (supported fraction of the answer's statements) to QA systems that "
+        "retrieve context; a NotEnoughInfo answer makes no claims and gets no score.",
+    )
+    max_context_chars: int = Field(
+        default=4000, ge=200, description="The retrieved context shown to the judge is cut to this length."
+    )
     llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)
+
+    @property
+    def any(self) -> bool:
+        return self.enabled or self.context_relevance or self.faithfulness
+
+    def prompt_versions(self) -> dict[str, str]:
+        """The prompt version of every enabled judge metric (reports record them)."""
+        versions = {
+            "judge": (self.enabled, JUDGE_PROMPT_VERSION),
+            "context_relevance": (self.context_relevance, CONTEXT_RELEVANCE_PROMPT_VERSION),
+            "faithfulness": (self.faithfulness, FAITHFULNESS_PROMPT_VERSION),
+        }
+        return {name: version for name, (on, version) in versions.items() if on}
+
+
+def _spec(
+    task: str,
+    shots: Sequence[tuple[str, str]],
+    instance: str,
+    style: PromptStyle,
+    max_tokens: int = 4,
+    multiline: bool = False,
+) -> PromptSpec:
+    """A judge prompt in either style: few-shot completion (``instance`` ends with its label) or chat."""
+    if style == "completion":
+        examples = "\n\n".join(
+            f"{block} {out}" if not multiline else f"{block}\n{out}" for block, out in shots
+        )
+        stop = ("\n\n",) if multiline else ("\n",)
+        return PromptSpec(
+            f"{task}\n\n{examples}\n\n{instance}", GenerationParams(max_tokens, 0.0, stop), "lines"
+        )
+    messages: list[ChatMessage] = [
+        {"role": "system", "content": task},
+        {"role": "user", "content": instance},
+    ]
+    return PromptSpec(messages, GenerationParams(max_tokens, 0.0, ()), "lines")
 
 
 def judge_prompt(question: str, golds: Sequence[str], answer: str, style: PromptStyle) -> PromptSpec:
@@ -40,15 +130,56 @@ def judge_prompt(question: str, golds: Sequence[str], answer: str, style: Prompt
         return f"Question: {q}\nCorrect answer: {gold}\nGenerated answer: {a}\nCorrect:"
 
     gold = " / ".join(g for g in golds if g) or "(none)"
-    instance = block(question, gold, answer or "(no answer)")
-    if style == "completion":
-        shots = "\n\n".join(f"{block(q, g, a)} {v}" for q, g, a, v in _SHOTS)
-        return PromptSpec(f"{_TASK}\n\n{shots}\n\n{instance}", GenerationParams(4, 0.0, ("\n",)), "lines")
-    messages: list[ChatMessage] = [
-        {"role": "system", "content": _TASK + " Answer with one word: yes or no."},
-        {"role": "user", "content": instance},
-    ]
-    return PromptSpec(messages, GenerationParams(4, 0.0, ()), "lines")
+    task = _TASK if style == "completion" else _TASK + " Answer with one word: yes or no."
+    shots = [(block(q, g, a), v) for q, g, a, v in _SHOTS]
+    return _spec(task, shots, block(question, gold, answer or "(no answer)"), style)
+
+
+def _one_paragraph(text: str) -> str:
+    """Blank lines would end a few-shot block early; the context keeps its lines, loses blank ones."""
+    return "\n".join(line for line in text.splitlines() if line.strip()) or "(empty)"
+
+
+def context_relevance_prompts(question: str, context: str, style: PromptStyle) -> list[PromptSpec]:
+    def block(q: str, c: str) -> str:
+        return f"Question: {q}\nContext:\n{_one_paragraph(c)}\nRating:"
+
+    shots = [(block(q, c), r) for q, c, r in _RELEVANCE_SHOTS]
+    return [_spec(task, shots, block(question, context), style) for task in _RELEVANCE_TASKS]
+
+
+def statements_prompt(question: str, answer: str, style: PromptStyle) -> PromptSpec:
+    def block(q: str, a: str) -> str:
+        return f"Question: {q}\nAnswer: {a}\nStatements:"
+
+    shots = [(block(q, a), s) for q, a, s in _STATEMENT_SHOTS]
+    return _spec(_STATEMENTS_TASK, shots, block(question, answer), style, max_tokens=96, multiline=True)
+
+
+def support_prompt(context: str, statement: str, style: PromptStyle) -> PromptSpec:
+    def block(c: str, s: str) -> str:
+        return f"Context:\n{_one_paragraph(c)}\nStatement: {s}\nSupported:"
+
+    shots = [(block(c, s), v) for c, s, v in _SUPPORT_SHOTS]
+    task = _SUPPORT_TASK if style == "completion" else _SUPPORT_TASK + " Answer with one word: yes or no."
+    return _spec(task, shots, block(context, statement), style)
+
+
+def parse_rating(text: str) -> int | None:
+    """The 0/1/2 rating a judge gave, or ``None`` when its first token is not one of them."""
+    match = re.match(r"\s*\**\s*([0-9]+)\b", text)
+    if match is None or match.group(1) not in {"0", "1", "2"}:
+        return None
+    return int(match.group(1))
+
+
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
+
+
+def parse_statements(text: str) -> list[str]:
+    """Statements, one per line (bullets and numbering removed), at most :data:`MAX_STATEMENTS`."""
+    lines = (_BULLET.sub("", line).strip() for line in text.splitlines())
+    return [line for line in lines if len(line) > 2][:MAX_STATEMENTS]
 
 
 def judge(llm: LLM, items: Sequence[tuple[str, Sequence[str], str]]) -> list[float | None]:
@@ -61,8 +192,45 @@ def judge(llm: LLM, items: Sequence[tuple[str, Sequence[str], str]]) -> list[flo
     if not asked:
         return out
     specs = [judge_prompt(*items[i], llm.prompt_style) for i in asked]
+    for i, verdict in zip(asked, _yes_no(llm, specs), strict=True):
+        out[i] = verdict
+    return out
+
+
+def context_relevance(llm: LLM, question: str, context: str) -> float | None:
+    """Mean of the two ratings mapped to [0, 1]; one unreadable rating leaves the other; both: ``None``."""
+    specs = context_relevance_prompts(question, context, llm.prompt_style)
+    ratings = []
+    for spec in specs:  # two wordings need two calls anyway; params are the same
+        completion = llm.generate([spec.prompt], spec.params)[0]
+        rating = parse_rating(completion.text) if completion.ok else None
+        if rating is not None:
+            ratings.append(rating / 2)
+    return sum(ratings) / len(ratings) if ratings else None
+
+
+def faithfulness(llm: LLM, question: str, answer: str, context: str) -> float | None:
+    """Supported fraction of the answer's statements; ``None`` when no verdict could be read.
+
+    An answer the statement splitter returns nothing for is checked as one statement.
+    """
+    spec = statements_prompt(question, answer, llm.prompt_style)
+    completion = llm.generate([spec.prompt], spec.params)[0]
+    statements = parse_statements(completion.text) if completion.ok else []
+    statements = statements or [f"The answer to '{question}' is {answer}."]
+    verdicts = [
+        v
+        for v in _yes_no(llm, [support_prompt(context, s, llm.prompt_style) for s in statements])
+        if v is not None
+    ]
+    return sum(verdicts) / len(verdicts) if verdicts else None
+
+
+def _yes_no(llm: LLM, specs: Sequence[PromptSpec]) -> list[float | None]:
+    """One batched call; 1.0 / 0.0 per prompt, ``None`` where the output is neither yes nor no."""
     completions = llm.generate([s.prompt for s in specs], specs[0].params)
-    for i, c in zip(asked, completions, strict=True):
+    out: list[float | None] = []
+    for c in completions:
         verdict = parse_yes_no(c.text) if c.ok else None
-        out[i] = None if verdict is None or not verdict.ok else float(bool(verdict.value))
+        out.append(None if verdict is None or not verdict.ok else float(bool(verdict.value)))
     return out

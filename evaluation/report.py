@@ -12,13 +12,25 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from evaluation.runner import error_counts, read_results
 from evaluation.stats import bootstrap_ci, holm_bonferroni, paired_bootstrap, paired_t_test
 
-METRIC_ORDER = ["recall@1", "recall@2", "recall@5", "recall@10", "entity_recall@20", "em", "f1", "judge"]
+METRIC_ORDER = [
+    "recall@1",
+    "recall@2",
+    "recall@5",
+    "recall@10",
+    "entity_recall@20",
+    "em",
+    "f1",
+    "judge",
+    "context_relevance",
+    "faithfulness",
+]
 
 
 def _metric_names(records: list[dict[str, Any]]) -> list[str]:
@@ -55,7 +67,9 @@ def summarize(out: Path, meta: dict[str, Any], resamples: int = 1000, seed: int 
                     "system": name,
                     "n": len(ok),
                     "errors": error_counts(rows),
-                    "judge_invalid": sum(1 for r in ok if r.get("judge_invalid")),
+                    "invalid_judgements": dict(
+                        Counter(name for r in ok for name in r.get("invalid_judgements", []))
+                    ),
                     "metrics": metrics,
                     "ci95_half_width": ci,
                     **({"cost_per_question": costs} if costs else {}),
@@ -237,6 +251,9 @@ def _markdown(summary: dict[str, Any], meta: dict[str, Any], plots: list[str], c
         "† : differs from the best at p < 0.05 (paired t-test, Holm–Bonferroni over all comparisons).",
         "",
     ]
+    if meta.get("judge_prompts"):
+        shown = ", ".join(f"{m} (`{v}`)" for m, v in meta["judge_prompts"].items())
+        lines += [f"LLM-judged metrics and their prompt versions: {shown}.", ""]
     metrics = [m for m in METRIC_ORDER if any(m in r["metrics"] for r in summary["results"])]
     sig = {
         (c["benchmark"], c["metric"], frozenset((c["a"], c["b"])))
@@ -273,12 +290,12 @@ def _markdown(summary: dict[str, Any], meta: dict[str, Any], plots: list[str], c
     lines += [
         "## Questions and problems",
         "",
-        "| benchmark | system | n | errors | judge verdicts neither yes nor no |",
+        "| benchmark | system | n | errors | judge outputs that could not be read |",
         "|---|---|---|---|---|",
     ]
     for r in summary["results"]:
         lines.append(
-            f"| {r['benchmark']} | {r['system']} | {r['n']} | {r['errors'] or '-'} | {r.get('judge_invalid', 0)} |"
+            f"| {r['benchmark']} | {r['system']} | {r['n']} | {r['errors'] or '-'} | {r.get('invalid_judgements') or '-'} |"
         )
     lines.append("")
     for b, inp in summary["inputs"].items():

@@ -1,14 +1,21 @@
-"""``hoprag eval retrieval``: document recall of a retriever on an index's processed questions."""
+"""``hoprag eval retrieval``: document recall of one retriever on an index's questions, in process.
+
+A shortcut into the evaluation machinery, not a second implementation: the questions come from
+:func:`evaluation.questions.select_questions` and every question is retrieved and scored by
+:class:`evaluation.worker.EvalWorker`, exactly as a retrieval system in ``hoprag eval run``.
+(``hoprag eval retrieval --out DIR`` runs the full ``eval run`` job instead and writes its report.)
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from evaluation.metrics import recall_at_k
+from evaluation.questions import select_questions
+from evaluation.worker import EvalWorker
+from hoprag.embedding import Embedder
 from hoprag.kg.index import KGIndex
-from hoprag.retrieval.base import RetrievalQuery, Retriever
+from hoprag.retrieval.base import Retriever
 
 
 def evaluate_retrieval(
@@ -18,48 +25,43 @@ def evaluate_retrieval(
     ks: Sequence[int] = (2, 5),
     batch_size: int = 64,
     group_by: str | None = None,
+    embedder: Embedder | None = None,
 ) -> dict[str, Any]:
     """Mean recall@k over the split's questions that have gold documents in the index.
 
     ``group_by`` names a question metadata field kept from the benchmark (e.g. ``domain``, ``type``,
     ``hops`` of the synthetic generator); the result then also has per-value figures in ``groups``.
+    Questions whose retrieval failed are counted in ``errors`` and left out of the means.
     """
-    table = index.questions
-    if table is None:
-        raise ValueError(f"{index.path} has no processed questions; index a corpus with train.json/test.json")
-    rows = [r for r in table.to_pylist() if r["split"] == split]
-    if not rows:
-        splits = sorted(set(table.column("split").to_pylist()))
-        raise ValueError(f"{index.path} has no {split!r} questions (splits: {', '.join(splits) or 'none'})")
+    rows, report = select_questions(index, split)
     scored = [r for r in rows if r["supporting_docs"]]
-    per_question: list[dict[int, float]] = []
-    fallbacks = 0
+    worker = EvalWorker.for_retriever(index, retriever, list(ks), embedder)
+    records: list[dict[str, Any]] = []
     for start in range(0, len(scored), batch_size):
-        chunk = scored[start : start + batch_size]
-        queries = [RetrievalQuery(r["question"], tuple(r["question_entities"])) for r in chunk]
-        for row, result in zip(chunk, retriever.retrieve(queries, max(ks)), strict=True):
-            titles = [d.title for d in result.documents]
-            fallbacks += bool(result.notes)
-            per_question.append({k: recall_at_k(titles, row["supporting_docs"], k) for k in ks})
-    out: dict[str, Any] = _means(per_question, ks)
+        records.extend(worker.evaluate(scored[start : start + batch_size]))
+    ok = [(row, rec) for row, rec in zip(scored, records, strict=True) if not rec["error"]]
+    out: dict[str, Any] = _means([rec["metrics"] for _, rec in ok], ks)
     out.update(
         {
-            "n": len(scored),
+            "n": len(ok),
             "skipped_no_gold": len(rows) - len(scored),
+            "duplicate_ids": len(report.duplicate_ids),
+            "errors": len(scored) - len(ok),
             "split": split,
             "retriever": retriever.name,
-            "fallbacks": fallbacks,
+            "fallbacks": sum(bool(rec.get("notes")) for _, rec in ok),
         }
     )
     if group_by:
-        groups: dict[str, list[dict[int, float]]] = {}
-        for row, recalls in zip(scored, per_question, strict=True):
-            value = json.loads(row.get("metadata") or "{}").get(group_by)
-            groups.setdefault(str(value), []).append(recalls)
-        out["groups"] = {value: {**_means(rs, ks), "n": len(rs)} for value, rs in sorted(groups.items())}
+        groups: dict[str, list[dict[str, float]]] = {}
+        for row, rec in ok:
+            groups.setdefault(str(row["meta"].get(group_by)), []).append(rec["metrics"])
+        out["groups"] = {value: {**_means(ms, ks), "n": len(ms)} for value, ms in sorted(groups.items())}
     return out
 
 
-def _means(per_question: list[dict[int, float]], ks: Sequence[int]) -> dict[str, float]:
+def _means(per_question: list[dict[str, float]], ks: Sequence[int]) -> dict[str, float]:
     n = len(per_question)
-    return {f"recall@{k}": round(sum(r[k] for r in per_question) / n, 4) if n else 0.0 for k in ks}
+    return {
+        f"recall@{k}": round(sum(m[f"recall@{k}"] for m in per_question) / n, 4) if n else 0.0 for k in ks
+    }

@@ -11,62 +11,11 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evaluation.config import BenchmarkSpec, EvalConfig, SystemSpec
-
-
-@dataclass
-class InputReport:
-    """What was wrong with a benchmark's questions (counted in the summary, never dropped silently)."""
-
-    questions: int = 0
-    duplicate_ids: list[str] = field(default_factory=list)
-    no_gold_documents: int = 0
-    missing_supporting_docs: int = 0
-    empty_answers: int = 0
-
-
-def load_questions(bench: BenchmarkSpec) -> tuple[list[dict[str, Any]], InputReport]:
-    """The benchmark's questions (first of duplicate ids kept) and a report of input problems."""
-    from hoprag.kg.index import KGIndex
-    from hoprag.kg.store import KGIndexError
-
-    if not Path(bench.index).exists():
-        raise ValueError(f"benchmark {bench.name}: index {bench.index} does not exist")
-    try:
-        index = KGIndex(bench.index)
-    except KGIndexError as exc:
-        raise ValueError(f"benchmark {bench.name}: {exc}") from exc
-    if index.questions is None:
-        raise ValueError(f"benchmark {bench.name}: {bench.index} has no processed questions")
-    rows = [r for r in index.questions.to_pylist() if r["split"] == bench.split]
-    if not rows:
-        raise ValueError(f"benchmark {bench.name}: no {bench.split!r} questions in {bench.index}")
-    report = InputReport()
-    seen: set[str] = set()
-    kept = []
-    for r in rows:
-        if r["id"] in seen:
-            report.duplicate_ids.append(r["id"])
-            continue
-        seen.add(r["id"])
-        kept.append(r)
-    for r in kept:
-        r["meta"] = json.loads(r.pop("metadata", None) or "{}")
-    for key, values in bench.where.items():
-        kept = [r for r in kept if str(r["meta"].get(key)) in set(values)]
-    kept = kept[: bench.limit] if bench.limit else kept
-    report.questions = len(kept)
-    for r in kept:
-        report.no_gold_documents += not r["supporting_docs"]
-        report.missing_supporting_docs += len(
-            set(r.get("supporting_facts") or []) - set(r["supporting_docs"])
-        )
-        report.empty_answers += not (r.get("answer") or "").strip()
-    return kept, report
+from evaluation.questions import InputReport, load_questions
 
 
 def results_path(out: Path, bench: str, system: str) -> Path:
@@ -177,6 +126,7 @@ def run_evaluation(config: EvalConfig, progress: bool = True, command: str | Non
         "runs": runs,
         "wall_s": round(time.perf_counter() - started, 1),
         "bootstrap": {"resamples": config.bootstrap_resamples, "seed": config.seed},
+        "judge_prompts": config.judge.prompt_versions(),
         "command": command,
     }
     (Path(config.out) / "eval_config.json").write_text(config.model_dump_json(indent=1))

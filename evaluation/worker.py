@@ -9,14 +9,23 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluation.metrics import entity_recall, exact_match, f1_score, recall_at_k
+from evaluation.questions import DISTANCE_CUTOFF, MAX_BFS_ENTITIES, entity_distance, question_seeds
+
+if TYPE_CHECKING:
+    from evaluation.config import SystemSpec
+    from hoprag.embedding import Embedder
+    from hoprag.kg.index import KGIndex
+    from hoprag.retrieval.base import Retriever
 
 TOP_DOCS = 10
 TOP_ENTITIES = 20
-DISTANCE_CUTOFF = 10  # hops, as GLM-RAG's analysis
-MAX_BFS_ENTITIES = 200_000
+# The judged context mirrors the answer prompt: top triples and the opening of the top documents.
+CONTEXT_TRIPLES = 30
+CONTEXT_DOCUMENTS = 3
+CONTEXT_DOCUMENT_CHARS = 600
 
 
 def score_row(
@@ -56,32 +65,31 @@ class EvalWorker:
         from hoprag.planner.app import load_index_and_embedder
         from hoprag.planner.config import PlannerConfig
 
-        self.system = SystemSpec.model_validate(system)
-        self.ks = ks
-        self.index, embedder = load_index_and_embedder(index_dir)
-        self.embedder = embedder
-        self.retriever = None
-        self.qa: Any = None
-        self.judge_llm: Any = None
-        spec = self.system
+        spec = SystemSpec.model_validate(system)
+        index, embedder = load_index_and_embedder(index_dir)
+        retriever = None
         if spec.retriever:
             from hoprag.retrieval.loading import load_retriever
 
-            self.retriever = load_retriever(spec.retriever, self.index, embedder)
+            retriever = load_retriever(spec.retriever, index, embedder)
+        self._bind(spec, index, embedder, retriever, ks)
         if spec.kind == "qa":
             from hoprag.llm.factory import build_llm
             from hoprag.planner.knowledge import KnowledgeGraphView
 
             llm_config = LLMBackendConfig.model_validate(llm)
             llm_backend = build_llm(llm_config)
-            if judge and judge.get("enabled"):
+            if judge:
                 from evaluation.judge import JudgeConfig
 
-                judge_config = JudgeConfig.model_validate(judge)
-                # One model in memory when the judge is the answering LLM.
-                self.judge_llm = (
-                    llm_backend if judge_config.llm == llm_config else build_llm(judge_config.llm)
-                )
+                self.judge_config = JudgeConfig.model_validate(judge)
+                if self.judge_config.any:
+                    # One model in memory when the judge is the answering LLM.
+                    self.judge_llm = (
+                        llm_backend
+                        if self.judge_config.llm == llm_config
+                        else build_llm(self.judge_config.llm)
+                    )
             kg = KnowledgeGraphView(self.index, embedder)
             planner_config = PlannerConfig.model_validate(planner)
             if spec.pipeline == "plan":
@@ -97,25 +105,67 @@ class EvalWorker:
 
                 self.qa = CachedLLM(llm_backend)
 
+    @classmethod
+    def for_retriever(
+        cls, index: KGIndex, retriever: Retriever, ks: list[int], embedder: Embedder | None = None
+    ) -> EvalWorker:
+        """A retrieval-system worker over already loaded components (``hoprag eval retrieval``);
+        without ``embedder`` the semantic-similarity analysis is left out."""
+        from evaluation.config import SystemSpec
+
+        worker = cls.__new__(cls)
+        spec = SystemSpec(name="retriever", kind="retrieval", retriever=retriever.name)
+        worker._bind(spec, index, embedder, retriever, ks)
+        return worker
+
+    def _bind(
+        self,
+        system: SystemSpec,
+        index: KGIndex,
+        embedder: Embedder | None,
+        retriever: Retriever | None,
+        ks: list[int],
+    ) -> None:
+        self.system = system
+        self.index = index
+        self.embedder = embedder
+        self.retriever = retriever
+        self.ks = ks
+        self.qa: Any = None
+        self.judge_llm: Any = None
+        self.judge_config: Any = None
+
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         rows = [json.loads(r) for r in batch["row"]]
-        out = [self._one(r) for r in rows]
-        return {"result": [json.dumps(r) for r in out]}
+        return {"result": [json.dumps(r) for r in self.evaluate(rows)]}
 
-    def _one(self, row: dict[str, Any]) -> dict[str, Any]:
+    def evaluate(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One result record per question (failures become that question's ``error``)."""
+        retrieved: list[Any] = [None] * len(rows)
+        if self.system.kind == "retrieval":
+            try:  # one batched call (GLM forward passes batch); on failure each question alone
+                retrieved = list(self._retrieve(rows))
+            except Exception:
+                retrieved = [None] * len(rows)
+        return [self._one(row, result) for row, result in zip(rows, retrieved, strict=True)]
+
+    def _retrieve(self, rows: list[dict[str, Any]]) -> list[Any]:
+        from hoprag.retrieval.base import RetrievalQuery
+
+        queries = [RetrievalQuery(r["question"], tuple(r.get("question_entities") or ())) for r in rows]
+        return self.retriever.retrieve(queries, TOP_DOCS)  # type: ignore[union-attr]
+
+    def _one(self, row: dict[str, Any], retrieved: Any = None) -> dict[str, Any]:
         started = time.perf_counter()
         record: dict[str, Any] = {"id": row["id"], "error": None}
         try:
             titles: list[str] | None = None
             entities: list[str] = []
             answer: str | None = None
+            context: str | None = None  # what the answering LLM was shown (judged for relevance)
             spec = self.system
             if spec.kind == "retrieval":
-                from hoprag.retrieval.base import RetrievalQuery
-
-                result = self.retriever.retrieve(  # type: ignore[union-attr]
-                    [RetrievalQuery(row["question"], tuple(row.get("question_entities") or ()))], TOP_DOCS
-                )[0]
+                result = retrieved if retrieved is not None else self._retrieve([row])[0]
                 titles = [d.title for d in result.documents]
                 entities = [name for name, _ in result.entities[:TOP_ENTITIES]]
                 record["notes"] = result.notes
@@ -130,6 +180,7 @@ class EvalWorker:
                 )
                 answer = "" if a.not_enough_info else a.answer
                 titles = [d.title for d in a.documents[:TOP_DOCS]]
+                context = self._context(a)
                 record.update(
                     {
                         "llm_calls": a.llm_calls,
@@ -142,43 +193,58 @@ class EvalWorker:
             record["metrics"] = score_row(row, titles, entities, answer, self.ks)
             record["analysis"] = self._analysis(row, entities)
             if self.judge_llm is not None and answer is not None:
-                from evaluation.judge import judge
-
-                golds = [row.get("answer") or "", *(row.get("answer_aliases") or [])]
-                verdict = judge(self.judge_llm, [(row["question"], golds, answer)])[0]
-                if verdict is None:
-                    record["judge_invalid"] = True  # neither yes nor no: counted, not guessed
-                else:
-                    record["metrics"]["judge"] = verdict
+                self._judge(record, row, answer, context)
         except Exception as exc:
             record["error"] = f"{type(exc).__name__}: {exc}"[:500]
             record["metrics"] = {}
         record["seconds"] = round(time.perf_counter() - started, 4)
         return record
 
-    def _analysis(self, row: dict[str, Any], retrieved: list[str]) -> dict[str, float | int | None]:
-        """GLM-RAG section 6 / appendix: entity-level distance of the question (max over reachable
-        supporting entities of the hops from the nearest question entity, undirected KG, cutoff
-        10) and, for retrievers that score entities, the mean hop distance and mean semantic
-        similarity (question vs entity name, the index's embedder) of the top retrieved entities."""
-        seeds = [
-            i for i in (self.index.entity_id(e) for e in row.get("question_entities") or []) if i is not None
+    def _judge(self, record: dict[str, Any], row: dict[str, Any], answer: str, context: str | None) -> None:
+        """Add the enabled judge metrics; an unreadable judge output is listed, never guessed."""
+        from evaluation import judge as J
+
+        config, question = self.judge_config, row["question"]
+        scores: dict[str, float | None] = {}
+        if config.enabled:
+            golds = [row.get("answer") or "", *(row.get("answer_aliases") or [])]
+            scores["judge"] = J.judge(self.judge_llm, [(question, golds, answer)])[0]
+        if context is not None and config.context_relevance:
+            scores["context_relevance"] = J.context_relevance(self.judge_llm, question, context)
+        if context is not None and config.faithfulness and answer.strip():
+            scores["faithfulness"] = J.faithfulness(self.judge_llm, question, answer, context)
+        record["metrics"].update({k: v for k, v in scores.items() if v is not None})
+        invalid = [k for k, v in scores.items() if v is None]
+        if invalid:
+            record["invalid_judgements"] = invalid
+
+    def _context(self, answer: Any) -> str:
+        """The retrieved context an answer was built from: its top triples, then its top documents'
+        opening text (what the answer prompt shows), cut to the judge's context budget."""
+        texts = self.index.documents.column("text")
+        lines = [t.text for t in answer.triples[:CONTEXT_TRIPLES]]
+        lines += [
+            f"{d.title}: {texts[d.doc_id].as_py()[:CONTEXT_DOCUMENT_CHARS]}"
+            for d in answer.documents[:CONTEXT_DOCUMENTS]
         ]
-        out: dict[str, float | int | None] = {"entity_distance": None}
-        if not seeds:
+        limit = self.judge_config.max_context_chars if self.judge_config else 4000
+        return "\n".join(lines)[:limit]
+
+    def _analysis(self, row: dict[str, Any], retrieved: list[str]) -> dict[str, float | int | None]:
+        """GLM-RAG section 6: the question's entity-level distance (from question selection, see
+        :func:`evaluation.questions.entity_distance`) and, for retrievers that score entities, the
+        mean hop distance from the question entities (undirected KG, cutoff 10) and the mean semantic
+        similarity (question vs entity name, the index's embedder) of the top retrieved entities."""
+        distance = row["entity_distance"] if "entity_distance" in row else entity_distance(self.index, row)
+        out: dict[str, float | int | None] = {"entity_distance": distance}
+        seeds = question_seeds(self.index, row)
+        ids = [i for i in (self.index.entity_id(e) for e in retrieved[:TOP_ENTITIES]) if i is not None]
+        if not seeds or not ids:
             return out
         dist = self.index.k_hop(seeds, DISTANCE_CUTOFF, max_entities=MAX_BFS_ENTITIES)
-        gold = [
-            i
-            for i in (self.index.entity_id(e) for e in row.get("supporting_entities") or [])
-            if i is not None
-        ]
-        reachable = [dist[g] for g in gold if g in dist and g not in seeds]
-        out["entity_distance"] = max(reachable) if reachable else None
-        ids = [i for i in (self.index.entity_id(e) for e in retrieved[:TOP_ENTITIES]) if i is not None]
-        if ids:
-            hops = [dist[i] for i in ids if i in dist]
-            out["retrieved_hop_distance"] = round(sum(hops) / len(hops), 4) if hops else None
+        hops = [dist[i] for i in ids if i in dist]
+        out["retrieved_hop_distance"] = round(sum(hops) / len(hops), 4) if hops else None
+        if self.embedder is not None:
             q = self.embedder.encode([row["question"]])[0]
             sims = [float(self.index.entity_embeddings[i] @ q) for i in ids]
             out["retrieved_similarity"] = round(sum(sims) / len(sims), 4)

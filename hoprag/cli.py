@@ -12,8 +12,12 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hoprag import __version__
+
+if TYPE_CHECKING:
+    from evaluation.config import EvalConfig
 
 
 def _add_config_args(p: argparse.ArgumentParser) -> None:
@@ -117,6 +121,12 @@ def _build_parser() -> argparse.ArgumentParser:
         help="also report per value of a question field (domain, type, hops)",
     )
     er.add_argument("--json", action="store_true", help="print one JSON object")
+    er.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="run it as `eval run` instead (Ray Data, resumable) and write summary.json and report.md here",
+    )
 
     sv = sub.add_parser("serve", help="serve the QA app (Ray Serve) locally in the foreground")
     sv.add_argument("--index", required=True, help="index directory")
@@ -182,7 +192,58 @@ def _build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--questions", type=int, default=20, help="questions for the latency measurement")
     bt.add_argument("--workdir", type=Path, default=Path("runs/bench-train"))
     bt.add_argument("--json", action="store_true", help="one line of JSON")
+    _add_submit_parser(sub)
     return parser
+
+
+def _add_submit_parser(sub: argparse._SubParsersAction) -> None:
+    su = sub.add_parser(
+        "submit",
+        help="run a hoprag command as a Ray job on a cluster (like `ray job submit`)",
+        description="hoprag submit --address http://HEAD:8265 [--wait] [--follow] [options] -- "
+        "index --corpus ... --out ...   The command after '--' is checked locally, then runs on the "
+        "cluster as `python -m hoprag.cli ...` with the repository as working directory.",
+    )
+    su.add_argument(
+        "--address",
+        default=None,
+        help="Ray job server, e.g. http://HEAD:8265 (default: $RAY_API_SERVER_ADDRESS, then $RAY_ADDRESS)",
+    )
+    su.add_argument("--wait", action="store_true", help="block until the job ends; exit 1 if it failed")
+    su.add_argument("--follow", action="store_true", help="stream the job's logs until it ends")
+    su.add_argument("--submission-id", default=None, help="job id (default: hoprag-<stage>-<time>-<rand>)")
+    su.add_argument(
+        "--working-dir",
+        type=Path,
+        default=None,
+        help="uploaded as the job's working directory (default: this hoprag checkout)",
+    )
+    su.add_argument(
+        "--no-working-dir", action="store_true", help="upload nothing (the image already holds hoprag)"
+    )
+    su.add_argument("--pip", action="append", default=[], metavar="REQ", help="pip requirement (repeatable)")
+    su.add_argument("--image-uri", default=None, help="container image for the job (runtime_env image_uri)")
+    su.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="job environment variable (repeatable)",
+    )
+    su.add_argument("--runtime-env", type=Path, default=None, help="YAML runtime_env to start from")
+    su.add_argument("--entrypoint-num-cpus", type=float, default=None)
+    su.add_argument("--entrypoint-num-gpus", type=float, default=None)
+    su.add_argument("--entrypoint-memory", type=int, default=None, help="bytes")
+    su.add_argument(
+        "--entrypoint-resources", default=None, metavar="JSON", help="custom resources, e.g. '{\"head\": 1}'"
+    )
+    su.add_argument(
+        "--metadata", action="append", default=[], metavar="KEY=VALUE", help="job metadata (repeatable)"
+    )
+    su.add_argument("--python", default="python", help="Python executable on the cluster (default: python)")
+    su.add_argument(
+        "hoprag_command", nargs=argparse.REMAINDER, help="-- then the hoprag command and its args"
+    )
 
 
 # `hoprag bench NAME` → the function running it (imported only when that benchmark runs).
@@ -249,6 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "eval" and args.eval == "retrieval":
             return _cmd_eval_retrieval(args)
+        if args.command == "submit":
+            return _cmd_submit(args)
         if args.command == "bench":
             import importlib
 
@@ -425,6 +488,10 @@ def _cmd_eval_run(args: argparse.Namespace) -> int:
         config = load_config(EvalConfig, args.config, overrides)
     else:
         raise _UserError("eval run: give --config FILE.yaml or --index INDEX_DIR ... --out EVAL_DIR")
+    return _run_eval_config(config)
+
+
+def _run_eval_config(config: EvalConfig) -> int:
     from evaluation.runner import run_evaluation
 
     try:
@@ -444,6 +511,21 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from hoprag.kg.store import KGIndexError
     from hoprag.retrieval.loading import RetrieverSpecError, load_retriever
 
+    if args.out is not None:  # the full machinery: Ray Data job, resumable results, report
+        from evaluation.config import EvalConfig, SystemSpec, resolve_benchmark
+
+        name = Path(args.retriever).name if args.retriever != "dense" else "dense"
+        try:
+            bench = resolve_benchmark(str(args.index)).model_copy(update={"split": args.split})
+            config = EvalConfig(
+                benchmarks=[bench],
+                systems=[SystemSpec(name=name, kind="retrieval", retriever=args.retriever)],
+                out=args.out,
+                ks=[1, 2, 5, 10],
+            )
+        except ValueError as exc:
+            raise _UserError(f"eval retrieval: {exc}") from exc
+        return _run_eval_config(config)
     try:
         index = KGIndex(args.index)
         result = evaluate_retrieval(
@@ -456,6 +538,56 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
     else:
         print("  ".join(f"{k}={v}" for k, v in result.items()))
     return 0
+
+
+def _key_values(pairs: Sequence[str], flag: str) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise _UserError(f"{flag} takes KEY=VALUE, got {pair!r}")
+        out[key] = value
+    return out
+
+
+def _cmd_submit(args: argparse.Namespace) -> int:
+    import os
+
+    from pydantic import ValidationError
+
+    from cluster.submit import SubmitError, SubmitOptions, load_runtime_env_file, project_root, run_submit
+
+    command = list(args.hoprag_command)
+    if command and command[0] == "--":
+        command = command[1:]
+    address = args.address or os.environ.get("RAY_API_SERVER_ADDRESS") or os.environ.get("RAY_ADDRESS")
+    if not address:
+        raise _UserError("submit: give --address http://HEAD:8265 (or set RAY_API_SERVER_ADDRESS)")
+    try:
+        resources = json.loads(args.entrypoint_resources) if args.entrypoint_resources else {}
+    except json.JSONDecodeError as exc:
+        raise _UserError(f"submit: --entrypoint-resources is not JSON: {exc}") from exc
+    try:
+        options = SubmitOptions(
+            address=address,
+            submission_id=args.submission_id,
+            working_dir=None if args.no_working_dir else (args.working_dir or project_root()),
+            pip=args.pip,
+            image_uri=args.image_uri,
+            env_vars=_key_values(args.env, "--env"),
+            runtime_env=load_runtime_env_file(args.runtime_env) if args.runtime_env else {},
+            entrypoint_num_cpus=args.entrypoint_num_cpus,
+            entrypoint_num_gpus=args.entrypoint_num_gpus,
+            entrypoint_memory=args.entrypoint_memory,
+            entrypoint_resources=resources,
+            metadata=_key_values(args.metadata, "--metadata"),
+            python=args.python,
+        )
+        return run_submit(options, command, wait=args.wait, follow=args.follow)
+    except ValidationError as exc:
+        raise _UserError(f"submit: {exc}") from exc
+    except SubmitError as exc:
+        raise _UserError(str(exc)) from exc
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:

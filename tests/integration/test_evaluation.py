@@ -117,3 +117,18 @@ def test_bad_benchmarks_and_configs_are_refused(film_eval, tmp_path) -> None:
                 "out": "o",
             }
         )
+
+
+def test_eval_retrieval_is_a_shortcut_into_eval_run(film_eval, tmp_path, capsys) -> None:
+    from hoprag.cli import main
+
+    args = ["eval", "retrieval", "--index", str(film_eval["index"]), "--retriever", str(film_eval["glm"])]
+    assert main([*args, "--json"]) == 0
+    quick = json.loads(capsys.readouterr().out)
+    assert main([*args, "--out", str(tmp_path / "ev")]) == 0
+    (result,) = json.loads((tmp_path / "ev" / "summary.json").read_text())["results"]
+    # In process or as a Ray Data job: the same questions, retrieval and scoring, the same figures.
+    assert result["system"] == "glm" and quick["retriever"].startswith("glm") and quick["errors"] == 0
+    assert result["metrics"]["recall@2"] == quick["recall@2"]
+    assert result["metrics"]["recall@5"] == quick["recall@5"]
+    assert (tmp_path / "ev" / "report.md").is_file()

@@ -120,3 +120,64 @@ def test_llm_judge_verdicts_and_invalid_outputs() -> None:
     )
     assert verdicts == [1.0, 0.0, None, 0.0]  # "maybe?" is neither yes nor no: invalid, not guessed
     assert llm.batches == [3]  # one batch; the empty answer was never sent
+
+
+class _FullPromptLLM:
+    """Answers from the whole prompt (both context-relevance wordings share their last block)."""
+
+    prompt_style = "completion"
+    model_id = "rules"
+
+    def __init__(self, respond) -> None:
+        self.respond = respond
+        self.batches: list[int] = []
+
+    def generate(self, prompts, params):
+        from hoprag.llm.base import Completion
+
+        self.batches.append(len(prompts))
+        return [Completion(text=self.respond(p)) for p in prompts]
+
+
+def test_context_relevance_averages_two_ratings_and_never_guesses() -> None:
+    from evaluation.judge import context_relevance, parse_rating
+
+    assert [parse_rating(t) for t in ("2", " 1.", "**0**", "3", "two", "")] == [2, 1, 0, None, None, None]
+    # Wording A rates 2, wording B rates 1: (1.0 + 0.5) / 2.
+    both = _FullPromptLLM(lambda p: "2" if p.startswith("Rate how relevant") else "1")
+    assert context_relevance(both, "Who directed X?", "X | directed by | Y") == 0.75
+    one = _FullPromptLLM(lambda p: "1" if p.startswith("Rate how relevant") else "relevant")
+    assert context_relevance(one, "Who directed X?", "X | directed by | Y") == 0.5  # the readable one
+    assert context_relevance(_FullPromptLLM(lambda p: "n/a"), "Who?", "ctx") is None
+
+
+def test_faithfulness_is_the_supported_fraction_of_statements() -> None:
+    from evaluation.judge import faithfulness, parse_statements
+
+    assert parse_statements("- A was born in B.\n2. A directed C.\n\n") == [
+        "A was born in B.",
+        "A directed C.",
+    ]
+
+    def respond(prompt: str) -> str:
+        block = prompt.rsplit("\n\n", 1)[-1]
+        if block.endswith("Statements:"):
+            return (
+                "1. Bernhardt directed Payment On Demand.\n2. Bernhardt was born in Worms.\n3. He was tall."
+            )
+        if "Statement: He was tall." in block:
+            return "unclear"  # unreadable: left out of the fraction, not counted as unsupported
+        return "yes" if "Worms" in block.split("Statement:")[0] or "directed" in block else "no"
+
+    llm = _FullPromptLLM(respond)
+    context = "Payment On Demand | directed by | Curtis Bernhardt\nCurtis Bernhardt | born in | Worms"
+    assert faithfulness(llm, "Where was the director born?", "Worms", context) == 1.0
+    assert llm.batches == [1, 3]  # one statements call, one batch of verdicts
+    unsupported = _FullPromptLLM(
+        lambda p: "Bernhardt was born in Paris." if p.endswith("Statements:") else "no"
+    )
+    assert faithfulness(unsupported, "Where?", "Paris", "Bernhardt | born in | Worms") == 0.0
+    # A splitter that returns nothing: the answer is checked as one statement.
+    empty = _FullPromptLLM(lambda p: "" if p.endswith("Statements:") else "yes")
+    assert faithfulness(empty, "Where?", "Worms", "Bernhardt | born in | Worms") == 1.0
+    assert faithfulness(_FullPromptLLM(lambda p: "???"), "Where?", "Worms", "ctx") is None

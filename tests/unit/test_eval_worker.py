@@ -1,4 +1,5 @@
-"""The evaluation worker in-process: a QA system over real HTTP to a scripted LLM, judged."""
+"""The evaluation worker in-process: a QA system over real HTTP to a scripted LLM, judged by all
+three LLM judges (answer correctness, context relevance, faithfulness)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ def test_rag_system_answers_scores_and_is_judged(tmp_path, embedder) -> None:
             Rule("answer", "Carl Boese", "Question: Who directed My Cousin From Warsaw?"),
             Rule("other", "yes", "Generated answer: Carl Boese"),  # the judge agrees
             Rule("other", "perhaps", "Generated answer: Germany"),  # a verdict neither yes nor no
+            # Context relevance: the second question's ratings are unreadable, the others fully relevant.
+            Rule("other", "high", "Where was the director of Payment On Demand born?\nContext:"),
+            Rule("other", "2", "Rating:"),
+            Rule("other", "Carl Boese directed My Cousin From Warsaw.\nHe won an award.", "Statements:"),
+            Rule("other", "no", "Statement: He won an award."),
+            Rule("other", "yes", "Supported:"),
         ],
         default="Germany",
     )
@@ -31,7 +38,7 @@ def test_rag_system_answers_scores_and_is_judged(tmp_path, embedder) -> None:
             llm_config,
             {},
             [1, 2],
-            judge={"enabled": True, "llm": llm_config},
+            judge={"enabled": True, "context_relevance": True, "faithfulness": True, "llm": llm_config},
         )
         rows = film_questions()[:3]
         out = worker({"row": [json.dumps(r) for r in rows]})
@@ -39,7 +46,13 @@ def test_rag_system_answers_scores_and_is_judged(tmp_path, embedder) -> None:
     assert first["answer"] == "Carl Boese" and first["error"] is None
     assert first["metrics"]["em"] == 1.0 and first["metrics"]["judge"] == 1.0
     assert first["metrics"]["recall@1"] == 1.0 and first["llm_calls"] == 1
-    assert second["answer"] == "Germany" and second["judge_invalid"] and "judge" not in second["metrics"]
+    # Two statements, one supported by the retrieved context.
+    assert first["metrics"]["context_relevance"] == 1.0 and first["metrics"]["faithfulness"] == 0.5
+    assert "invalid_judgements" not in first
+    assert second["answer"] == "Germany" and "judge" not in second["metrics"]
+    # Unreadable verdicts are listed, never guessed.
+    assert second["invalid_judgements"] == ["judge", "context_relevance"]
+    assert "context_relevance" not in second["metrics"]
     assert third["metrics"]["em"] == 1.0  # gold "Germany" for the 3-hop question
 
 
@@ -55,3 +68,10 @@ def test_entity_level_distance_by_hand(tmp_path, embedder) -> None:
     # "Who directed My Cousin From Warsaw?": supporting entities carl boese (1) besides the seed.
     assert by_id["film-0"]["analysis"]["entity_distance"] == 1
     assert "retrieved_similarity" not in by_id["film-0"]["analysis"]  # dense scores no entities
+    # Question selection computes the same distance once per question, for every system to reuse.
+    from evaluation.questions import select_questions
+    from hoprag.kg.index import KGIndex
+
+    selected, report = select_questions(KGIndex(index))
+    assert {r["id"]: r["entity_distance"] for r in selected}["film-2"] == 3
+    assert report.questions == len(rows) and report.missing_supporting_docs == 1
