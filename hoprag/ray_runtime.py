@@ -15,7 +15,8 @@ class RayConfig(BaseModel):
 
     address: str | None = Field(
         default=None,
-        description="Existing cluster ('auto', 'ray://host:10001', ...); None starts a local one.",
+        description="Existing cluster ('auto', 'ray://host:10001', ...); None joins $RAY_ADDRESS if set "
+        "(as inside a Ray job), else starts a local one.",
     )
     num_cpus: int | None = Field(
         default=None,
@@ -34,8 +35,10 @@ def init_ray(config: RayConfig | None = None) -> None:
     if ray.is_initialized():
         return
     config = config or RayConfig()
-    if config.address:
-        ray.init(address=config.address, log_to_driver=True)
+    # Inside a Ray job (`hoprag submit`) Ray sets RAY_ADDRESS: join the job's cluster, as ray.init() does.
+    address = config.address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, log_to_driver=True)
         return
     cores = os.cpu_count() or 2
     runtime_env = {} if config.include_dashboard else {"worker_process_setup_hook": _without_state_api}

@@ -1,0 +1,172 @@
+"""`hoprag submit` against a real Ray head (`ray start --head --block` on loopback, token auth on).
+
+The head is this test's own: its ports, temp dir and auth token are private to it, and it is
+stopped by signalling its process group (``ray stop`` would also stop the test session's cluster).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "hoprag" / "data" / "sample"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ray_head(tmp_path_factory) -> Iterator[dict]:
+    """A Ray head on loopback; yields the job server URL and the environment a client needs."""
+    token = secrets.token_hex(32)
+    bin_dir = str(Path(sys.executable).parent)
+    env = {
+        **os.environ,
+        # The venv's python is the cluster's `python`, as an image's would be.
+        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": token,
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    env.pop("RAY_ADDRESS", None)
+    dashboard = _free_port()
+    ports = {
+        "--port": _free_port(),
+        "--dashboard-port": dashboard,
+        "--ray-client-server-port": _free_port(),
+        "--dashboard-agent-listen-port": _free_port(),
+        "--metrics-export-port": _free_port(),
+    }
+    temp_dir = Path("/tmp") / f"hoprag-head-{secrets.token_hex(3)}"  # short: Ray's socket paths
+    log = tmp_path_factory.mktemp("head") / "ray-start.log"
+    command = [
+        str(Path(bin_dir) / "ray"),
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        "--dashboard-host=127.0.0.1",
+        "--include-dashboard=true",
+        "--num-cpus=6",  # more logical CPUs than cores: Ray Data stages must not starve
+        f"--temp-dir={temp_dir}",
+        *(f"{flag}={port}" for flag, port in ports.items()),
+    ]
+    with log.open("w") as out:
+        head = subprocess.Popen(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    url = f"http://127.0.0.1:{dashboard}"
+    try:
+        _wait_for_job_server(url, token, head, log)
+        yield {"url": url, "env": env}
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)  # `ray start --block` stops its processes on SIGTERM
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+
+
+def _wait_for_job_server(url: str, token: str, head: subprocess.Popen, log: Path) -> None:
+    import httpx
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if head.poll() is not None:
+            pytest.fail(f"ray start exited with {head.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            r = httpx.get(f"{url}/api/version", headers={"Authorization": f"Bearer {token}"}, timeout=2)
+            if r.status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    pytest.fail(f"the job server at {url} did not come up:\n{log.read_text()[-3000:]}")
+
+
+def _hoprag(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "hoprag.cli", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=480,
+    )
+
+
+def test_submit_index_job_and_follow_it_to_success(ray_head, tmp_path) -> None:
+    out = tmp_path / "index"
+    run = _hoprag(
+        [
+            "submit",
+            "--address",
+            ray_head["url"],
+            "--wait",
+            "--follow",
+            "--submission-id",
+            "test-index-ok",
+            "--",
+            "index",
+            "--corpus",
+            str(SAMPLE),
+            "--out",
+            str(out),
+            "--set",
+            "llm.backend=reference",
+            "--set",
+            f"llm.reference.world={SAMPLE / 'raw' / 'world.json'}",
+        ],
+        ray_head["env"],
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "submitted job test-index-ok" in run.stdout and "[test-index-ok] SUCCEEDED" in run.stdout
+    assert "index written to" in run.stdout  # the job's own output, streamed by --follow
+    assert (out / "manifest.json").is_file()
+    stats = _hoprag(["index", "stats", str(out), "--json"], ray_head["env"])
+    assert stats.returncode == 0 and json.loads(stats.stdout)["documents"] == 60
+
+
+def test_a_failing_job_shows_its_status_and_logs(ray_head, tmp_path) -> None:
+    missing = tmp_path / "no-such-corpus.jsonl"
+    run = _hoprag(
+        [
+            "submit",
+            "--address",
+            ray_head["url"],
+            "--wait",
+            "--submission-id",
+            "test-index-fails",
+            "--",
+            "index",
+            "--corpus",
+            str(missing),
+            "--out",
+            str(tmp_path / "index"),
+        ],
+        ray_head["env"],
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "job test-index-fails FAILED" in run.stdout
+    assert "exit code 2" in run.stdout  # Ray's status message
+    assert str(missing) in run.stdout  # hoprag's own error, from the job's log tail
+    # Without a token the job server refuses the client (token auth is on).
+    no_token = {**ray_head["env"], "RAY_AUTH_MODE": "disabled"}
+    refused = _hoprag(["submit", "--address", ray_head["url"], "--", "index", "--out", "x"], no_token)
+    assert refused.returncode == 2 and "Unauthorized" in refused.stderr

@@ -1,0 +1,97 @@
+"""`hoprag submit`'s pure parts: the entrypoint, the runtime_env, the token lookup, CLI errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cluster.submit import (
+    WORKING_DIR_EXCLUDES,
+    SubmitError,
+    SubmitOptions,
+    build_entrypoint,
+    build_runtime_env,
+    default_submission_id,
+    project_root,
+    ray_auth_token,
+)
+from hoprag.cli import main
+
+
+def test_entrypoint_is_the_checked_hoprag_command() -> None:
+    command = ["index", "--corpus", "s3://bucket/corpus dir", "--out", "/mnt/shared/index"]
+    assert build_entrypoint(command) == (
+        "python -m hoprag.cli index --corpus 's3://bucket/corpus dir' --out /mnt/shared/index"
+    )
+    assert build_entrypoint(["hoprag", *command], python="python3.11").startswith(
+        "python3.11 -m hoprag.cli index"
+    )
+    with pytest.raises(SubmitError, match="not a valid hoprag command"):
+        build_entrypoint(["index", "--no-such-flag"])
+    with pytest.raises(SubmitError, match="cannot itself be 'submit'"):
+        build_entrypoint(["submit", "--address", "http://x:8265", "--", "index", "--out", "o"])
+    with pytest.raises(SubmitError, match="after '--'"):
+        build_entrypoint([])
+
+
+def test_runtime_env_merges_the_file_with_the_options(tmp_path: Path) -> None:
+    options = SubmitOptions(
+        address="http://head:8265",
+        working_dir=tmp_path,
+        pip=["vllm>=0.10"],
+        image_uri="ghcr.io/acme/hoprag:1",
+        env_vars={"HF_HOME": "/mnt/shared/hf"},
+        runtime_env={"env_vars": {"A": "1", "HF_HOME": "/tmp"}, "excludes": ["data/"]},
+    )
+    env = build_runtime_env(options)
+    assert env["working_dir"] == str(tmp_path) and env["pip"] == ["vllm>=0.10"]
+    assert env["image_uri"] == "ghcr.io/acme/hoprag:1"
+    assert env["env_vars"] == {"A": "1", "HF_HOME": "/mnt/shared/hf"}  # options win over the file
+    assert set(env["excludes"]) == {"data/", *WORKING_DIR_EXCLUDES}
+    with pytest.raises(SubmitError, match="does not exist"):
+        build_runtime_env(SubmitOptions(address="http://h:8265", working_dir=tmp_path / "missing"))
+    assert build_runtime_env(SubmitOptions(address="http://h:8265")) == {}
+
+
+def test_token_lookup_follows_ray(tmp_path: Path, monkeypatch) -> None:
+    for var in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert ray_auth_token() is None
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("from-home\n")
+    assert ray_auth_token() == "from-home"
+    (tmp_path / "tok").write_text("from-path")
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(tmp_path / "tok"))
+    assert ray_auth_token() == "from-path"
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "from-env")
+    assert ray_auth_token() == "from-env"
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    assert ray_auth_token() is None
+
+
+def test_submission_ids_and_project_root() -> None:
+    job_id = default_submission_id(["hoprag", "train", "--index", "i"])
+    assert job_id.startswith("hoprag-train-") and job_id != default_submission_id(["train"])
+    root = project_root()
+    assert root is not None and (root / "hoprag" / "cli.py").is_file()
+
+
+def test_cli_refuses_bad_submissions_before_contacting_a_cluster(capsys, monkeypatch) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.delenv("RAY_API_SERVER_ADDRESS", raising=False)
+    assert main(["submit", "--", "index", "--out", "o"]) == 2
+    assert "--address" in capsys.readouterr().err
+    url = "http://127.0.0.1:9"  # nothing listens on the discard port
+    assert main(["submit", "--address", url, "--env", "NOEQUALS", "--", "index", "--out", "o"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
+    assert (
+        main(["submit", "--address", url, "--entrypoint-resources", "{bad", "--", "index", "--out", "o"]) == 2
+    )
+    assert "not JSON" in capsys.readouterr().err
+    assert main(["submit", "--address", url, "--", "index", "--out", "o"]) == 2
+    assert "cannot reach the Ray job server" in capsys.readouterr().err
+    # The command is checked before the cluster is contacted.
+    assert main(["submit", "--address", url, "--", "index", "--bogus"]) == 2
+    assert "not a valid hoprag command" in capsys.readouterr().err
