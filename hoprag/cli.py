@@ -193,6 +193,9 @@ def _build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--workdir", type=Path, default=Path("runs/bench-train"))
     bt.add_argument("--json", action="store_true", help="one line of JSON")
     _add_submit_parser(sub)
+    from cluster.cli import add_cluster_parser
+
+    add_cluster_parser(sub)
     return parser
 
 
@@ -312,6 +315,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_eval_retrieval(args)
         if args.command == "submit":
             return _cmd_submit(args)
+        if args.command == "cluster":
+            from cluster.cli import run_cluster_command
+
+            try:
+                return run_cluster_command(args)
+            except ValueError as exc:
+                raise _UserError(str(exc)) from exc
         if args.command == "bench":
             import importlib
 
