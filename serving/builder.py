@@ -7,6 +7,7 @@ in ``serving/config/`` (``import_path: serving.builder:build_app``, ``args: {...
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ray.serve import Application
@@ -14,14 +15,37 @@ from ray.serve import Application
 from serving.settings import QAAppSettings
 
 
+def check_sources(settings: QAAppSettings) -> None:
+    """Refuse an index or retriever that cannot be loaded, reading only their small metadata files.
+
+    The builder runs before Serve touches any replica, so a roll-out to a mistyped or half-copied
+    path fails here and the running version keeps serving; past this point Serve would already
+    have stopped old replicas for new ones that can never start.
+    """
+    from hoprag.glm.artifact import RetrieverLoadError, read_retriever_meta
+    from hoprag.kg.store import KGIndexError, read_manifest
+
+    try:
+        read_manifest(Path(settings.index))
+    except KGIndexError as exc:
+        raise ValueError(f"QA app: index: {exc}") from exc
+    if settings.retriever != "dense":
+        try:
+            read_retriever_meta(settings.retriever)
+        except RetrieverLoadError as exc:
+            raise ValueError(f"QA app: retriever: expected 'dense' or a retriever directory; {exc}") from exc
+
+
 def build_app(args: dict[str, Any] | QAAppSettings) -> Application:
-    """Compose LLM, Retriever, QA and the ingress with ``.bind()`` (nothing is loaded here)."""
+    """Compose LLM, Retriever, QA and the ingress with ``.bind()`` after :func:`check_sources`
+    (no model or index is loaded here)."""
     from serving.deployments.ingress import QAIngress
     from serving.deployments.llm import LLMDeployment
     from serving.deployments.qa import QADeployment
     from serving.deployments.retriever import RetrieverDeployment
 
     settings = args if isinstance(args, QAAppSettings) else QAAppSettings.model_validate(args)
+    check_sources(settings)
     llm = LLMDeployment.options(**settings.llm_deployment.options()).bind(settings.llm)
     retriever = RetrieverDeployment.options(**settings.retriever_deployment.options()).bind(
         settings.index, settings.retriever, settings.batching

@@ -89,6 +89,12 @@ class QAAppSettings(BaseModel):
     )
     auth: AuthSettings = Field(default_factory=AuthSettings)
     batching: BatchingSettings = Field(default_factory=BatchingSettings)
+    load_in_background: bool = Field(
+        default=False,
+        description="Load a QA replica's index and models in a background thread: the replica starts at "
+        "once and /readyz answers 503 until loaded. Default (false): the replica's constructor loads "
+        "them, so Serve routes to it only when it can answer and rolling updates drop no requests.",
+    )
     startup_delay_s: float = Field(
         default=0.0,
         ge=0,

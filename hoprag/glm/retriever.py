@@ -25,6 +25,14 @@ import torch
 from pydantic import BaseModel, Field
 
 from hoprag.embedding import Embedder, EmbedderConfig
+from hoprag.glm.artifact import (
+    FORMAT_VERSION,
+    RETRIEVER_CONFIG,
+    TOKENIZER_DIR,
+    WEIGHTS,
+    RetrieverLoadError,
+    read_retriever_meta,
+)
 from hoprag.glm.data import build_example, collate
 from hoprag.glm.encoder import GraphT5Encoder
 from hoprag.glm.model import GLMRetrieverModel
@@ -32,15 +40,6 @@ from hoprag.glm.sampler import SamplerConfig
 from hoprag.kg.index import KGIndex
 from hoprag.retrieval.base import RankedDocument, RetrievalQuery, RetrievalResult, Retriever
 from hoprag.retrieval.ranking import rank_documents_idf
-
-FORMAT_VERSION = 1
-RETRIEVER_CONFIG = "retriever.json"
-WEIGHTS = "model.safetensors"
-TOKENIZER_DIR = "tokenizer"
-
-
-class RetrieverLoadError(ValueError):
-    """A retriever directory that is missing, from another format version, or corrupted."""
 
 
 class GLMSettings(BaseModel):
@@ -88,33 +87,13 @@ def save_retriever(out_dir: Path, model: GLMRetrieverModel, tokenizer: Any, sett
     return out_dir
 
 
-def resolve_retriever_dir(path: str | Path) -> Path:
-    """``RUN_DIR`` or ``RUN_DIR/retriever`` → the directory holding ``retriever.json``."""
-    p = Path(path)
-    for candidate in (p, p / "retriever"):
-        if (candidate / RETRIEVER_CONFIG).is_file():
-            return candidate
-    raise RetrieverLoadError(
-        f"{p} is not a retriever directory (no {RETRIEVER_CONFIG} in it or in {p / 'retriever'})"
-    )
-
-
 def load_retriever_model(path: str | Path) -> tuple[GLMRetrieverModel, Any, GLMSettings]:
     """The network (eval mode), tokenizer and settings stored in a retriever directory."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
     from transformers import AutoTokenizer, T5Config, T5EncoderModel
 
-    directory = resolve_retriever_dir(path)
-    try:
-        meta = json.loads((directory / RETRIEVER_CONFIG).read_text())
-    except json.JSONDecodeError as exc:
-        raise RetrieverLoadError(f"{directory / RETRIEVER_CONFIG} is not valid JSON: {exc}") from exc
-    if meta.get("format_version") != FORMAT_VERSION or meta.get("kind") != "glm":
-        raise RetrieverLoadError(
-            f"{directory}: retriever format {meta.get('kind')}/{meta.get('format_version')}, "
-            f"this hoprag reads glm/{FORMAT_VERSION}"
-        )
+    directory, meta = read_retriever_meta(path)
     settings = GLMSettings.model_validate(meta["settings"])
     backbone = T5EncoderModel(T5Config.from_dict(meta["t5_config"]))
     model = GLMRetrieverModel(

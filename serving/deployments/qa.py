@@ -1,12 +1,17 @@
 """The QA deployment: the PAI-2 planner (``plan`` mode) and single-shot GLM-RAG (``retrieve``
 mode), reaching the Retriever and LLM deployments through handles.
 
-The index and embedder load in a background thread, so a replica starts at once and reports
-not-ready (``/readyz`` 503, QA 503) until loading has finished.
+A replica loads its index and embedder and waits for the LLM and Retriever deployments in its
+constructor by default, so Serve routes to it only once it can answer: a rolling update (a new
+retriever checkpoint, new settings) then sends no request to a replica that is still loading,
+and a replica that cannot load fails its deployment with the load error. With
+``load_in_background`` the loading runs in a thread instead: the replica starts at once and reports
+not-ready (``/readyz`` 503, QA 503 with Retry-After) until loading has finished.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
@@ -22,7 +27,9 @@ class NotReadyError(RuntimeError):
 
 @serve.deployment(name="QA")
 class QADeployment:
-    def __init__(self, settings: QAAppSettings, llm_handle: Any, retriever_handle: Any) -> None:
+    # Serve awaits an async constructor; loading runs in a thread because blocking handle calls
+    # (`.result()`) are refused on the replica's event loop.
+    async def __init__(self, settings: QAAppSettings, llm_handle: Any, retriever_handle: Any) -> None:  # type: ignore[misc]
         self._settings = settings
         self._llm_handle = llm_handle
         self._retriever_handle = retriever_handle
@@ -30,7 +37,12 @@ class QADeployment:
         self._load_error: BaseException | None = None
         self._planner: Any = None
         self._single_shot: Any = None
-        threading.Thread(target=self._load, name="qa-load", daemon=True).start()
+        if settings.load_in_background:
+            threading.Thread(target=self._load, name="qa-load", daemon=True).start()
+            return
+        await asyncio.to_thread(self._load)
+        if self._load_error is not None:  # Serve reports the failed constructor and retries it
+            raise RuntimeError(f"QA replica failed to load: {self._load_error!r}") from self._load_error
 
     def _load(self) -> None:
         try:

@@ -83,6 +83,10 @@ class Served:
     base: str  # the app with auth on
     open_base: str  # a second app, auth off, tiny queues, 2 Retriever replicas
     first_readyz: int  # the first /readyz status of the first app, before its QA replica loaded
+    root: str  # Serve's HTTP root
+    index: Path
+    glm: Path  # the exported GLM's run directory
+    llm_url: str
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +105,7 @@ def served(ray_cluster, tmp_path_factory, embedder, scripted_llm_server) -> Iter
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     base = f"http://127.0.0.1:{port}"
     settings = _settings(
-        index, retriever.parent, server.base_url, startup_delay_s=15.0
+        index, retriever.parent, server.base_url, load_in_background=True, startup_delay_s=15.0
     )  # > the time serve.run takes to return, even on a busy machine
     serve.run(build_app(settings), name="hoprag", route_prefix="/", blocking=False)
     first_readyz = _first_readyz(base)
@@ -122,7 +126,7 @@ def served(ray_cluster, tmp_path_factory, embedder, scripted_llm_server) -> Iter
     wait_until_ready(base, timeout_s=300, progress=False)
     wait_until_ready(f"{base}/open", timeout_s=300, progress=False)
     try:
-        yield Served(base, f"{base}/open", first_readyz)
+        yield Served(base, f"{base}/open", first_readyz, base, index, retriever.parent, server.base_url)
     finally:
         serve.shutdown()
 
@@ -394,3 +398,50 @@ def test_metrics_reach_rays_prometheus_endpoint(served) -> None:
         found = {line.split("{")[0] for line in text.splitlines() if line.startswith("ray_hoprag_")}
         time.sleep(2)
     assert wanted <= found, sorted(found)
+
+
+def test_rolling_a_new_retriever_into_a_running_app_drops_no_request(served) -> None:
+    """The runbook's retriever roll-out: redeploy the app with another retriever under traffic."""
+    from ray import serve
+
+    from serving.builder import build_app
+
+    def app(retriever: str):
+        return build_app(_settings(served.index, Path(retriever), served.llm_url, auth={"token_env": None}))
+
+    def retriever_name() -> str:
+        handle = serve.get_deployment_handle("Retriever", app_name="roll")
+        return str(handle.describe.remote().result(timeout_s=60)["retriever"])
+
+    serve.run(app("dense"), name="roll", route_prefix="/roll", blocking=False)  # returns once loaded
+    assert retriever_name().startswith("dense")
+    url = f"{served.root}/roll/v1/qa"
+    outcomes: list[object] = []
+    stop = threading.Event()
+
+    def traffic() -> None:  # no client retries: every failure counts
+        while not stop.is_set():
+            try:
+                r = httpx.post(url, json={"question": "Who directed My Cousin From Warsaw?"}, timeout=60)
+                outcomes.append(r.status_code)
+            except httpx.HTTPError as exc:
+                outcomes.append(type(exc).__name__)
+
+    sender = threading.Thread(target=traffic)
+    sender.start()
+    try:
+        time.sleep(2)
+        during = len(outcomes)
+        serve.run(app(str(served.glm)), name="roll", route_prefix="/roll", blocking=False)
+        time.sleep(2)
+    finally:
+        stop.set()
+        sender.join()
+    try:
+        assert retriever_name().startswith("glm")
+        print(
+            f"roll-out: {len(outcomes)} requests ({len(outcomes) - during} during/after), outcomes {set(outcomes)}"
+        )
+        assert len(outcomes) > during > 0 and all(o == 200 for o in outcomes)
+    finally:
+        serve.delete("roll")

@@ -55,8 +55,18 @@ def test_request_schema_limits() -> None:
             QARequest.model_validate(bad)
 
 
-def test_building_the_app_loads_nothing(tmp_path: Path) -> None:
+def test_building_the_app_checks_its_sources_without_loading_them(tmp_path: Path, embedder) -> None:
     from serving.builder import build_app
+    from tests.support.film_kg import write_film_index, write_tiny_glm
 
-    app = build_app({"index": str(tmp_path / "missing-index")})  # no index read, no model load here
-    assert app is not None
+    index = write_film_index(tmp_path / "index", embedder)
+    glm = write_tiny_glm(tmp_path / "glm" / "retriever").parent
+    assert build_app({"index": str(index), "retriever": str(glm)}) is not None
+    # A roll-out to a bad path fails in the builder, before Serve replaces any running replica.
+    with pytest.raises(ValueError, match="not a hoprag index"):
+        build_app({"index": str(tmp_path / "missing-index")})
+    with pytest.raises(ValueError, match="not a retriever directory"):
+        build_app({"index": str(index), "retriever": str(tmp_path / "no-glm")})
+    (glm / "retriever" / "model.safetensors").unlink()  # a half-copied checkpoint
+    with pytest.raises(ValueError, match=r"has no model\.safetensors"):
+        build_app({"index": str(index), "retriever": str(glm)})
