@@ -473,10 +473,12 @@ def render_all(
             render_launcher(params),
         ),
     }
-    # On a launcher cluster the same commands are submitted by hand (`ray dashboard` forwards 8265).
-    # Evaluation is left out: its example LLM endpoint is the RayService's in-cluster address.
+    # On a launcher cluster the same commands are submitted with `hoprag submit` (`ray dashboard`
+    # forwards 8265; the image already holds the project, so nothing is uploaded). Evaluation is
+    # left out: its example LLM endpoint is the RayService's in-cluster address.
     submit = [
-        f"# then: ray job submit --address http://127.0.0.1:8265 -- {stage_entrypoint(params, s)}"
+        "# then: hoprag submit --address http://127.0.0.1:8265 --no-working-dir --wait -- "
+        + shlex.join(stage_argv(params, s)[1:])
         for s in ("index", "train")
     ]
     files = {}

@@ -79,7 +79,7 @@ def project_root(start: Path | None = None) -> Path | None:
 
 def build_entrypoint(command: Sequence[str], python: str = "python") -> str:
     """The job's shell entrypoint for a hoprag command, after checking it parses locally."""
-    from hoprag.cli import _build_parser
+    from hoprag.cli import _build_parser, _rewrite_argv
 
     args = list(command)
     if not args:
@@ -91,7 +91,7 @@ def build_entrypoint(command: Sequence[str], python: str = "python") -> str:
     if args and args[0] == "submit":
         raise SubmitError("submit: the submitted command cannot itself be 'submit'")
     try:
-        _build_parser().parse_args(args)
+        _build_parser().parse_args(_rewrite_argv(args))
     except SystemExit as exc:  # argparse already printed what is wrong
         raise SubmitError(f"submit: not a valid hoprag command: {shlex.join(args)}") from exc
     return shlex.join([python, "-m", "hoprag.cli", *args])

@@ -111,7 +111,7 @@ def _hoprag(args: list[str], env: dict) -> subprocess.CompletedProcess:
     )
 
 
-def test_submit_index_job_and_follow_it_to_success(ray_head, tmp_path) -> None:
+def test_submit_index_then_train_jobs_to_success(ray_head, tmp_path) -> None:
     out = tmp_path / "index"
     run = _hoprag(
         [
@@ -141,6 +141,19 @@ def test_submit_index_job_and_follow_it_to_success(ray_head, tmp_path) -> None:
     assert (out / "manifest.json").is_file()
     stats = _hoprag(["index", "stats", str(out), "--json"], ray_head["env"])
     assert stats.returncode == 0 and json.loads(stats.stdout)["documents"] == 60
+    # The runbook's next stage: Ray Train + DeepSpeed as a job on the same head (a few steps).
+    glm = tmp_path / "glm"
+    train = _hoprag(
+        [
+            *("submit", "--address", ray_head["url"], "--wait", "--submission-id", "test-train-ok", "--"),
+            *("train", "--index", str(out), "--out", str(glm)),
+            *("--config", "training/configs/glm-embedded-cpu.yaml", "--max-steps", "2"),
+        ],
+        ray_head["env"],
+    )
+    assert train.returncode == 0, train.stdout + train.stderr
+    assert "[test-train-ok] SUCCEEDED" in train.stdout
+    assert (glm / "retriever").is_dir()  # exported for serving and evaluation
 
 
 def test_a_failing_job_shows_its_status_and_logs(ray_head, tmp_path) -> None:

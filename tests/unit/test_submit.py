@@ -27,6 +27,7 @@ def test_entrypoint_is_the_checked_hoprag_command() -> None:
     assert build_entrypoint(["hoprag", *command], python="python3.11").startswith(
         "python3.11 -m hoprag.cli index"
     )
+    assert build_entrypoint(["index", "stats", "/mnt/shared/index"]).endswith("index stats /mnt/shared/index")
     with pytest.raises(SubmitError, match="not a valid hoprag command"):
         build_entrypoint(["index", "--no-such-flag"])
     with pytest.raises(SubmitError, match="cannot itself be 'submit'"):
@@ -95,3 +96,25 @@ def test_cli_refuses_bad_submissions_before_contacting_a_cluster(capsys, monkeyp
     # The command is checked before the cluster is contacted.
     assert main(["submit", "--address", url, "--", "index", "--bogus"]) == 2
     assert "not a valid hoprag command" in capsys.readouterr().err
+
+
+def test_every_hoprag_command_in_the_runbook_parses() -> None:
+    """docs/cluster.md's hoprag commands are valid for this hoprag (flags renamed → this fails)."""
+    import re
+    import shlex
+
+    from hoprag.cli import _build_parser, _rewrite_argv
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "cluster.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    commands = []
+    for block in blocks:
+        for line in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(line, comments=True)
+            if words[:1] == ["hoprag"]:
+                commands.append(words[1:])
+    assert len(commands) >= 9
+    for argv in commands:
+        _build_parser().parse_args(_rewrite_argv(argv))  # exits (fails the test) on a bad command
+        if argv[0] == "submit":
+            build_entrypoint(argv[argv.index("--") + 1 :])
