@@ -13,7 +13,6 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -23,6 +22,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from hoprag.config import read_yaml_mapping
 
 # Environment variables the secrets become in every Ray container: the names the stage configs
 # already read (indexing/configs/openai-endpoint.yaml, serving/config/gpu-vllm.yaml's auth).
@@ -86,6 +87,12 @@ class ImagesParams(_Params):
         min_length=1,
         description="Image of the GPU worker pods and of the cluster-launcher nodes, e.g. built FROM "
         "rayproject/ray:2.60.0-py311-gpu with cluster/Dockerfile (extra 'vllm').",
+    )
+    head_has_vllm: bool = Field(
+        default=False,
+        description="The head image includes the 'vllm' extra. Serve builds applications on the head, "
+        "so a RayService whose Serve config has a ray.serve.llm app needs vLLM there: rendering refuses "
+        "it unless the head uses the worker image or this is true.",
     )
     pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(
         default="IfNotPresent", description="imagePullPolicy of every Ray container."
@@ -369,6 +376,12 @@ class LauncherParams(_Params):
         "so jobs see the same paths as on Kubernetes (None: no shared storage).",
     )
     idle_timeout_minutes: int = Field(default=5, ge=1)
+    auth_token_file: str = Field(
+        default="~/.ray/auth_token",
+        description="Local file with the Ray token (create it with `ray get-auth-token --generate`); with "
+        "ray_auth: token it is synced to every node and Ray starts in token mode. `hoprag submit` "
+        "reads the same file.",
+    )
 
 
 class ClusterParams(_Params):
@@ -514,12 +527,4 @@ def load_params(path: str | Path) -> ClusterParams:
 
     Raises ``ValueError`` with a one-line message naming the file and the offending field(s).
     """
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"{p}: cluster params file does not exist")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        detail = " ".join(str(exc).split())
-        raise ValueError(f"{p}: not valid YAML: {detail}") from exc
-    return parse_params(data, str(p))
+    return parse_params(read_yaml_mapping(path, "cluster params file"), str(path))

@@ -20,6 +20,7 @@ import yaml
 
 from cluster import DEFAULT_OUT, DEFAULT_PARAMS
 from cluster.params import LLM_API_KEY_ENV, QA_TOKEN_ENV, ClusterParams, SecretRef
+from hoprag.config import read_yaml_mapping
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HEADER = (
@@ -35,7 +36,6 @@ JOB_STAGES: tuple[Stage, ...] = ("index", "train", "eval")
 RENDERED_DIRS = ("manifests", "launcher")
 
 _SHARED_VOLUME = "shared"
-_SHM_VOLUME = "dshm"
 
 
 # --------------------------------------------------------------------------- names and labels
@@ -112,12 +112,9 @@ def pod_template(params: ClusterParams, role: Role, component: str) -> dict[str,
         # Requests equal limits: Ray sizes its resources from the limits, and the scheduler must
         # reserve exactly that or Ray over-commits the node.
         "resources": {"requests": {"cpu": str(cpus), "memory": memory}, "limits": limits},
-        "volumeMounts": [
-            {"name": _SHARED_VOLUME, "mountPath": params.storage.mount_path},
-            # Ray's object store and NCCL live in /dev/shm; the container default (64 MiB) would
-            # push the object store to disk.
-            {"name": _SHM_VOLUME, "mountPath": "/dev/shm"},
-        ],
+        # No /dev/shm volume here: KubeRay mounts a memory-backed one sized to the memory limit on
+        # every Ray container (object store, NCCL) unless the template brings its own.
+        "volumeMounts": [{"name": _SHARED_VOLUME, "mountPath": params.storage.mount_path}],
     }
     env = container_env(params)
     if env:
@@ -126,7 +123,6 @@ def pod_template(params: ClusterParams, role: Role, component: str) -> dict[str,
         "containers": [container],
         "volumes": [
             {"name": _SHARED_VOLUME, "persistentVolumeClaim": {"claimName": params.storage.claim_name}},
-            {"name": _SHM_VOLUME, "emptyDir": {"medium": "Memory"}},
         ],
     }
     if role == "worker":
@@ -304,6 +300,18 @@ def render_rayservice(params: ClusterParams, serve_config: dict[str, Any]) -> di
             "intervalSeconds": inc.interval_seconds,
             "maxSurgePercent": inc.max_surge_percent,
         }
+    vllm_apps = [
+        a.get("name", "?")
+        for a in serve_config.get("applications", [])
+        if str(a.get("import_path", "")).startswith("ray.serve.llm")
+    ]
+    images = params.images
+    if vllm_apps and images.head != images.worker and not images.head_has_vllm:
+        raise ValueError(
+            f"{serving.config}: app(s) {', '.join(vllm_apps)} import ray.serve.llm, and Serve builds "
+            f"applications on the head, whose image {images.head} has no vLLM. Use the worker image for "
+            "the head (images.head = images.worker) or set images.head_has_vllm: true"
+        )
     overridden = serve_config_with_overrides(params, serve_config)
     serve_text = (
         f"# {serving.config}, app {serving.app}: args.index and args.retriever set by the cluster params\n"
@@ -396,6 +404,20 @@ def render_launcher(params: ClusterParams) -> dict[str, Any]:
     if initialization:
         config["initialization_commands"] = initialization
     config["setup_commands"] = [f"cd {params.images.project_dir} && pip install --quiet -e '.[vllm]'"]
+    if params.ray_auth == "token":
+        # `ray start` never creates a token; every node gets the same one from the launching machine
+        # and starts in token mode (the launcher's default start commands, with RAY_AUTH_MODE set).
+        config["file_mounts"]["~/.ray/auth_token"] = launcher.auth_token_file
+        start = "export RAY_AUTH_MODE=token; ulimit -n 65536; ray start"
+        config["head_start_ray_commands"] = [
+            "ray stop",
+            f"{start} --head --port=6379 --object-manager-port=8076 "
+            "--autoscaling-config=~/ray_bootstrap_config.yaml --dashboard-host=0.0.0.0",
+        ]
+        config["worker_start_ray_commands"] = [
+            "ray stop",
+            f"{start} --address=$RAY_HEAD_IP:6379 --object-manager-port=8076",
+        ]
     return config
 
 
@@ -421,16 +443,10 @@ def _dump(data: Any) -> str:
 
 def load_serve_config(params: ClusterParams, repo_root: Path = REPO_ROOT) -> dict[str, Any]:
     """Read the Serve config file named by ``params.serving.config`` (relative to ``repo_root``)."""
-    path = repo_root / params.serving.config
-    if not path.is_file():
-        raise ValueError(f"serving.config: {params.serving.config} does not exist under {repo_root}")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ValueError(f"serving.config: {path} is not valid YAML: {' '.join(str(exc).split())}") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"serving.config: {path} does not hold a Serve config mapping")
-    return data
+        return read_yaml_mapping(repo_root / params.serving.config, "serving.config: Serve config")
+    except ValueError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _check_stage_configs(params: ClusterParams, repo_root: Path) -> None:

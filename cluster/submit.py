@@ -13,6 +13,7 @@ Authentication: Ray 2.60 clusters use token auth by default; ``hoprag submit`` s
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import shlex
@@ -23,7 +24,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
 from pydantic import BaseModel, Field
 
 TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
@@ -120,12 +120,13 @@ def default_submission_id(command: Sequence[str]) -> str:
 
 
 def load_runtime_env_file(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise SubmitError(f"submit: runtime env file {path} does not exist")
-    data = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(data, dict):
-        raise SubmitError(f"submit: {path} must hold a mapping (a Ray runtime_env)")
-    return data
+    """A Ray runtime_env from a YAML file (``--runtime-env``)."""
+    from hoprag.config import read_yaml_mapping
+
+    try:
+        return read_yaml_mapping(path, "submit: runtime env file")
+    except ValueError as exc:
+        raise SubmitError(str(exc)) from exc
 
 
 def ray_auth_token() -> str | None:
@@ -231,36 +232,71 @@ def failure_report(client: Any, job_id: str, lines: int = FAILED_LOG_LINES) -> s
     return f"{message}\nlast {min(lines, len(logs))} log lines:\n{tail}"
 
 
+OUTPUT_FLAGS = ("--out", "--workdir")
+
+
+def relative_outputs(command: Sequence[str]) -> list[str]:
+    """Output paths in ``command`` that are relative (they would land in the job's temporary copy)."""
+    args = list(command)
+    return [
+        value
+        for flag, value in itertools.pairwise(args)
+        if flag in OUTPUT_FLAGS and not value.startswith("/") and "://" not in value
+    ]
+
+
+def ray_cli(options: SubmitOptions) -> str:
+    """How to call Ray's own job CLI against this cluster (it sends a token only in token mode)."""
+    prefix = "RAY_AUTH_MODE=token " if ray_auth_token() else ""
+    return f"{prefix}ray job {{verb}} {{job_id}} --address {options.address}"
+
+
 def run_submit(
     options: SubmitOptions, command: Sequence[str], wait: bool, follow: bool, out: TextIO = sys.stdout
 ) -> int:
     """``hoprag submit``: submit, then optionally follow logs and/or wait. Exit status: 0 submitted or
-    succeeded, 1 the job failed or was stopped, 130 interrupted while waiting (the job keeps running)."""
+    succeeded, 1 the job failed or was stopped, 130 interrupted while waiting (the job keeps running).
+    Losing the job server after submission is a :class:`SubmitError` that says the job keeps running."""
     build_entrypoint(command, options.python)  # a bad command or option fails before any network call
     build_runtime_env(options)
+    if options.working_dir is not None:
+        for path in relative_outputs(command):
+            print(
+                f"note: {path!r} is relative: on the cluster it resolves inside the job's uploaded working "
+                "directory, which is deleted with the job; give a path on shared storage",
+                file=out,
+            )
     client = connect(options.address)
     job_id = submit(client, options, command)
+    cli = ray_cli(options)
     print(f"submitted job {job_id} to {options.address}", file=out, flush=True)
     if not (wait or follow):
-        print(f"  status: ray job status {job_id} --address {options.address}", file=out)
-        print(f"  logs:   ray job logs {job_id} --address {options.address} --follow", file=out)
+        print(f"  status: {cli.format(verb='status', job_id=job_id)}", file=out)
+        print(f"  logs:   {cli.format(verb='logs', job_id=job_id)} --follow", file=out)
         return 0
     try:
         if follow:
-            follow_logs(client, job_id, out)
+            try:
+                follow_logs(client, job_id, out)
+            except Exception as exc:  # e.g. a proxy without WebSockets: keep waiting, just without logs
+                print(f"[{job_id}] cannot stream logs ({exc}); waiting for the job to end", file=out)
         status = wait_for_job(
             client, job_id, on_status=lambda s: print(f"[{job_id}] {s}", file=out, flush=True)
         )
+        if status == "SUCCEEDED":
+            return 0
+        # Followed logs are already on screen: then only Ray's status message, else also the log tail.
+        report = failure_report(client, job_id, lines=0 if follow else FAILED_LOG_LINES)
     except KeyboardInterrupt:
         print(
-            f"\nstopped waiting; job {job_id} keeps running (stop it: ray job stop {job_id} "
-            f"--address {options.address})",
+            f"\nstopped waiting; job {job_id} keeps running (stop it: {cli.format(verb='stop', job_id=job_id)})",
             file=out,
         )
         return 130
-    if status == "SUCCEEDED":
-        return 0
-    # Followed logs are already on screen: then only Ray's status message, else also the log tail.
-    report = failure_report(client, job_id, lines=0 if follow else FAILED_LOG_LINES)
+    except Exception as exc:  # the job server went away (port-forward dropped, head restarted, ...)
+        raise SubmitError(
+            f"submit: lost contact with {options.address} ({type(exc).__name__}: {exc}); job {job_id} "
+            f"keeps running: {cli.format(verb='status', job_id=job_id)}"
+        ) from exc
     print(f"job {job_id} {status}\n{report}", file=out, flush=True)
     return 1

@@ -21,6 +21,21 @@ class ConfigError(ValueError):
     """A config file or override that does not validate; the message lists every problem."""
 
 
+def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
+    """A YAML file's top-level mapping (empty file: ``{}``); ``ValueError`` saying what is wrong
+    with ``what`` (e.g. "config file") at ``path``: missing, not YAML, not a mapping."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{what} {p} does not exist")
+    try:
+        loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{what} {p} is not valid YAML: {' '.join(str(exc).split())}") from exc
+    if loaded is not None and not isinstance(loaded, dict):
+        raise ValueError(f"{what} {p} must hold a mapping at the top level")
+    return loaded or {}
+
+
 def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
     keys = dotted.split(".")
     node = target
@@ -58,16 +73,10 @@ def load_config(
     ``key=value`` overrides, later ones winning."""
     data: dict[str, Any] = dict(base or {})
     if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file {p} does not exist")
         try:
-            loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {p} is not valid YAML: {exc}") from exc
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"config file {p} must hold a mapping at the top level")
-        data.update(loaded or {})
+            data.update(read_yaml_mapping(path, "config file"))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
     for item in overrides:
         key, value = parse_override(item)
         _set_dotted(data, key, value)

@@ -29,6 +29,8 @@ def check_sources(settings: QAAppSettings) -> None:
         read_manifest(Path(settings.index))
     except KGIndexError as exc:
         raise ValueError(f"QA app: index: {exc}") from exc
+    except (KeyError, TypeError, AttributeError) as exc:  # valid JSON, wrong shape
+        raise ValueError(f"QA app: index: {settings.index}/manifest.json is malformed ({exc!r})") from exc
     if settings.retriever != "dense":
         try:
             read_retriever_meta(settings.retriever)

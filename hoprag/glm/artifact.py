@@ -34,6 +34,8 @@ def read_retriever_meta(path: str | Path) -> tuple[Path, dict[str, Any]]:
         meta = json.loads((directory / RETRIEVER_CONFIG).read_text())
     except json.JSONDecodeError as exc:
         raise RetrieverLoadError(f"{directory / RETRIEVER_CONFIG} is not valid JSON: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise RetrieverLoadError(f"{directory / RETRIEVER_CONFIG} does not hold a JSON object")
     if meta.get("format_version") != FORMAT_VERSION or meta.get("kind") != "glm":
         raise RetrieverLoadError(
             f"{directory}: retriever format {meta.get('kind')}/{meta.get('format_version')}, "

@@ -52,16 +52,28 @@ def _load(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)
 
 
-def _openapi_to_json_schema(node: Any) -> Any:
-    """OpenAPI v3 ``nullable: true`` is not JSON Schema: turn it into a ``null`` type alternative."""
+def _openapi_to_json_schema(node: Any, strict: bool = False) -> Any:
+    """OpenAPI v3 ``nullable: true`` is not JSON Schema: turn it into a ``null`` type alternative.
+
+    ``strict``: an object with declared ``properties`` (and no ``x-kubernetes-preserve-unknown-fields``)
+    accepts no other keys, as the API server's structural pruning would drop them silently; the CRDs
+    never say ``additionalProperties: false`` themselves, so without this a misspelled field passes.
+    """
     if isinstance(node, list):
-        return [_openapi_to_json_schema(n) for n in node]
+        return [_openapi_to_json_schema(n, strict) for n in node]
     if not isinstance(node, dict):
         return node
-    out = {k: _openapi_to_json_schema(v) for k, v in node.items() if k != "nullable"}
+    out = {k: _openapi_to_json_schema(v, strict) for k, v in node.items() if k != "nullable"}
     if node.get("nullable") is True and "type" in out:
         types = out["type"] if isinstance(out["type"], list) else [out["type"]]
         out["type"] = [*types, "null"]
+    if (
+        strict
+        and "properties" in node
+        and "additionalProperties" not in node
+        and not node.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        out["additionalProperties"] = False
     return out
 
 
@@ -74,7 +86,7 @@ def _crd_validator(kind: str, api_version: str) -> Draft7Validator:
     assert crd["spec"]["group"] == group and crd["spec"]["names"]["kind"] == kind
     entry = next(v for v in crd["spec"]["versions"] if v["name"] == version)
     assert entry["served"], f"{kind} {version} is not served by this CRD"
-    schema = _openapi_to_json_schema(entry["schema"]["openAPIV3Schema"])
+    schema = _openapi_to_json_schema(entry["schema"]["openAPIV3Schema"], strict=True)
     Draft7Validator.check_schema(schema)
     return Draft7Validator(schema)
 
@@ -160,6 +172,8 @@ _HEAD_CONTAINER = "spec.headGroupSpec.template.spec.containers.0"
         ("rayjob-index.yaml", "spec.rayClusterSpec.autoscalerOptions.upscalingMode", "Fast"),  # enum
         ("rayservice.yaml", "spec.rayClusterConfig", _DELETE),  # required
         ("rayservice.yaml", "spec.serveConfigV2", {"applications": []}),  # must be a YAML string
+        ("rayjob-index.yaml", "spec.rayClusterSpec.autoscalerOption", {}),  # misspelled field
+        ("raycluster.yaml", f"{_WORKER}.maxReplica", 4),  # misspelled field
     ],
 )
 def test_crd_validation_catches_broken_manifests(name: str, dotted: str, value: Any) -> None:
@@ -378,7 +392,11 @@ def test_launcher_runs_the_project_image_and_installs_the_synced_repo() -> None:
     (worker,) = (v for k, v in config["available_node_types"].items() if k != config["head_node_type"])
     assert worker["resources"] == {"CPU": params.gpu_workers.cpus, "GPU": params.gpu_workers.gpus}
     assert (worker["min_workers"], worker["max_workers"]) == (0, config["max_workers"])
-    assert config["file_mounts"] == {params.images.project_dir: "."}
+    assert config["file_mounts"][params.images.project_dir] == "."
+    # Token auth: the launching machine's token on every node, and Ray started in token mode there.
+    assert config["file_mounts"]["~/.ray/auth_token"] == params.launcher.auth_token_file
+    starts = config["head_start_ray_commands"] + config["worker_start_ray_commands"]
+    assert sum("export RAY_AUTH_MODE=token;" in c and "ray start" in c for c in starts) == 2
     assert any("pip install" in c and params.images.project_dir in c for c in config["setup_commands"])
     assert f"-v {params.storage.mount_path}:{params.storage.mount_path}" in config["docker"]["run_options"]
 
@@ -420,15 +438,15 @@ def test_bad_params_give_one_clear_line(changes: dict[str, Any], message: str) -
 
 
 def test_load_params_names_the_file(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"missing\.yaml: cluster params file does not exist"):
+    with pytest.raises(ValueError, match=r"cluster params file .*missing\.yaml does not exist"):
         load_params(tmp_path / "missing.yaml")
     broken = tmp_path / "broken.yaml"
     broken.write_text("namespace: [unclosed\n")
-    with pytest.raises(ValueError, match=r"broken\.yaml: not valid YAML"):
+    with pytest.raises(ValueError, match=r"broken\.yaml is not valid YAML"):
         load_params(broken)
     listed = tmp_path / "list.yaml"
     listed.write_text("- a\n")
-    with pytest.raises(ValueError, match=r"list\.yaml: cluster params must be a mapping"):
+    with pytest.raises(ValueError, match=r"list\.yaml must hold a mapping"):
         load_params(listed)
 
 
@@ -447,6 +465,13 @@ def test_render_refuses_what_the_pods_could_not_run() -> None:
     del data["secrets"]["qa_token"]
     with pytest.raises(ValueError, match=r"secrets\.qa_token: .*HOPRAG_TOKEN"):
         render_all(parse_params(data))
+    # Serve builds the RayService's apps on the head: the vLLM app needs vLLM in the head image.
+    data = _example_data()
+    data["images"]["head"] = "ghcr.io/example/hoprag:cpu"
+    with pytest.raises(ValueError, match=r"app\(s\) llm import ray\.serve\.llm"):
+        render_all(parse_params(data))
+    data["images"]["head_has_vllm"] = True
+    assert "manifests/rayservice.yaml" in render_all(parse_params(data))
 
 
 def test_render_functions_are_pure() -> None:

@@ -118,3 +118,31 @@ def test_every_hoprag_command_in_the_runbook_parses() -> None:
         _build_parser().parse_args(_rewrite_argv(argv))  # exits (fails the test) on a bad command
         if argv[0] == "submit":
             build_entrypoint(argv[argv.index("--") + 1 :])
+
+
+def test_relative_output_paths_are_flagged() -> None:
+    from cluster.submit import relative_outputs
+
+    assert relative_outputs(["index", "--corpus", "c", "--out", "runs/x"]) == ["runs/x"]
+    assert relative_outputs(["train", "--out", "/mnt/shared/glm", "--index", "i"]) == []
+    assert relative_outputs(["demo", "--workdir", "s3://bucket/demo"]) == []
+
+
+def test_losing_the_job_server_after_submission_is_a_clear_error(monkeypatch) -> None:
+    import cluster.submit as S
+
+    class Client:
+        def submit_job(self, **kwargs):
+            return kwargs["submission_id"]
+
+        def get_job_status(self, job_id):
+            raise ConnectionError("connection refused")
+
+    monkeypatch.setattr(S, "connect", lambda address: Client())
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "t")
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    options = SubmitOptions(address="http://head:8265", submission_id="j1")
+    with pytest.raises(
+        SubmitError, match=r"lost contact .* job j1 keeps running: RAY_AUTH_MODE=token ray job"
+    ):
+        S.run_submit(options, ["index", "--out", "/o"], wait=True, follow=False)
