@@ -22,9 +22,11 @@ from hoprag.llm.base import LLM, ChatMessage, GenerationParams, PromptSpec, Prom
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.planner.parsing import parse_yes_no
 
-JUDGE_PROMPT_VERSION = "judge-v1"
-CONTEXT_RELEVANCE_PROMPT_VERSION = "context-relevance-v1"
-FAITHFULNESS_PROMPT_VERSION = "faithfulness-v1"
+# v2: chat-style prompts carry the few-shot examples as user/assistant turns (completion-style
+# prompts are unchanged from v1).
+JUDGE_PROMPT_VERSION = "judge-v2"
+CONTEXT_RELEVANCE_PROMPT_VERSION = "context-relevance-v2"
+FAITHFULNESS_PROMPT_VERSION = "faithfulness-v2"
 MAX_STATEMENTS = 8
 
 _TASK = (
@@ -69,6 +71,12 @@ _SUPPORT_SHOTS = [
 ]
 
 
+_CHAT_FORMAT = {
+    False: " Reply with the verdict only, exactly as in the examples.",
+    True: " Output only the statements, one per line, nothing else.",
+}
+
+
 class JudgeConfig(BaseModel):
     """Which LLM judges and what (the paper: Qwen2.5 7B through any OpenAI-compatible endpoint)."""
 
@@ -109,7 +117,8 @@ def _spec(
     max_tokens: int = 4,
     multiline: bool = False,
 ) -> PromptSpec:
-    """A judge prompt in either style: few-shot completion (``instance`` ends with its label) or chat."""
+    """A judge prompt in either style: few-shot completion (``instance`` ends with its label) or chat
+    (the same examples as user/assistant turns, so an instruct model sees the expected output form)."""
     if style == "completion":
         examples = "\n\n".join(
             f"{block} {out}" if not multiline else f"{block}\n{out}" for block, out in shots
@@ -118,10 +127,10 @@ def _spec(
         return PromptSpec(
             f"{task}\n\n{examples}\n\n{instance}", GenerationParams(max_tokens, 0.0, stop), "lines"
         )
-    messages: list[ChatMessage] = [
-        {"role": "system", "content": task},
-        {"role": "user", "content": instance},
-    ]
+    messages: list[ChatMessage] = [{"role": "system", "content": task + _CHAT_FORMAT[multiline]}]
+    for block, out in shots:
+        messages += [{"role": "user", "content": block}, {"role": "assistant", "content": out}]
+    messages.append({"role": "user", "content": instance})
     return PromptSpec(messages, GenerationParams(max_tokens, 0.0, ()), "lines")
 
 
@@ -130,9 +139,8 @@ def judge_prompt(question: str, golds: Sequence[str], answer: str, style: Prompt
         return f"Question: {q}\nCorrect answer: {gold}\nGenerated answer: {a}\nCorrect:"
 
     gold = " / ".join(g for g in golds if g) or "(none)"
-    task = _TASK if style == "completion" else _TASK + " Answer with one word: yes or no."
     shots = [(block(q, g, a), v) for q, g, a, v in _SHOTS]
-    return _spec(task, shots, block(question, gold, answer or "(no answer)"), style)
+    return _spec(_TASK, shots, block(question, gold, answer or "(no answer)"), style)
 
 
 def _one_paragraph(text: str) -> str:
@@ -161,8 +169,7 @@ def support_prompt(context: str, statement: str, style: PromptStyle) -> PromptSp
         return f"Context:\n{_one_paragraph(c)}\nStatement: {s}\nSupported:"
 
     shots = [(block(c, s), v) for c, s, v in _SUPPORT_SHOTS]
-    task = _SUPPORT_TASK if style == "completion" else _SUPPORT_TASK + " Answer with one word: yes or no."
-    return _spec(task, shots, block(context, statement), style)
+    return _spec(_SUPPORT_TASK, shots, block(context, statement), style)
 
 
 def parse_rating(text: str) -> int | None:
@@ -177,9 +184,10 @@ _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 
 
 def parse_statements(text: str) -> list[str]:
-    """Statements, one per line (bullets and numbering removed), at most :data:`MAX_STATEMENTS`."""
+    """Statements, one per line (bullets and numbering removed), at most :data:`MAX_STATEMENTS`.
+    A line ending in ':' is a preamble ("Here are the statements:"), not a claim."""
     lines = (_BULLET.sub("", line).strip() for line in text.splitlines())
-    return [line for line in lines if len(line) > 2][:MAX_STATEMENTS]
+    return [line for line in lines if len(line) > 2 and not line.endswith(":")][:MAX_STATEMENTS]
 
 
 def judge(llm: LLM, items: Sequence[tuple[str, Sequence[str], str]]) -> list[float | None]:
@@ -201,8 +209,8 @@ def context_relevance(llm: LLM, question: str, context: str) -> float | None:
     """Mean of the two ratings mapped to [0, 1]; one unreadable rating leaves the other; both: ``None``."""
     specs = context_relevance_prompts(question, context, llm.prompt_style)
     ratings = []
-    for spec in specs:  # two wordings need two calls anyway; params are the same
-        completion = llm.generate([spec.prompt], spec.params)[0]
+    # Two independent prompts (neither sees the other's rating), sent as one batch.
+    for completion in llm.generate([s.prompt for s in specs], specs[0].params):
         rating = parse_rating(completion.text) if completion.ok else None
         if rating is not None:
             ratings.append(rating / 2)

@@ -38,7 +38,7 @@ def select_questions(
     limit: int | None = None,
 ) -> tuple[list[dict[str, Any]], InputReport]:
     """The split's questions (first of duplicate ids kept, metadata filter, first ``limit``), each
-    with its parsed metadata as ``meta`` and its ``entity_distance``, plus the input report."""
+    with its parsed metadata as ``meta``, plus the input report."""
     if index.questions is None:
         raise ValueError(f"{index.path} has no processed questions; index a corpus with train.json/test.json")
     table = index.questions
@@ -68,7 +68,6 @@ def select_questions(
             set(r.get("supporting_facts") or []) - set(r["supporting_docs"])
         )
         report.empty_answers += not (r.get("answer") or "").strip()
-        r["entity_distance"] = entity_distance(index, r)
     return kept, report
 
 
@@ -92,14 +91,22 @@ def question_seeds(index: KGIndex, row: Mapping[str, Any]) -> list[int]:
     return [i for i in ids if i is not None]
 
 
-def entity_distance(index: KGIndex, row: Mapping[str, Any]) -> int | None:
+def seed_distances(index: KGIndex, seeds: Sequence[int]) -> dict[int, int]:
+    """Hops from the nearest question entity to every entity within the cutoff (undirected KG)."""
+    return index.k_hop(seeds, DISTANCE_CUTOFF, max_entities=MAX_BFS_ENTITIES)
+
+
+def entity_distance(
+    index: KGIndex, row: Mapping[str, Any], dist: Mapping[int, int] | None = None
+) -> int | None:
     """GLM-RAG's entity-level distance: over the supporting entities reachable from the question's
     entities (undirected KG, cutoff 10), the largest hop count from the nearest question entity.
-    ``None`` when no question entity is in the KG or no supporting entity is reachable."""
+    ``None`` when no question entity is in the KG or no supporting entity is reachable. ``dist``:
+    an already computed :func:`seed_distances` of the same question."""
     seeds = question_seeds(index, row)
     if not seeds:
         return None
-    dist = index.k_hop(seeds, DISTANCE_CUTOFF, max_entities=MAX_BFS_ENTITIES)
+    dist = dist if dist is not None else seed_distances(index, seeds)
     gold = (index.entity_id(e) for e in row.get("supporting_entities") or [])
     reachable = [dist[g] for g in gold if g is not None and g in dist and g not in seeds]
     return max(reachable) if reachable else None

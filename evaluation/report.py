@@ -38,6 +38,18 @@ def _metric_names(records: list[dict[str, Any]]) -> list[str]:
     return [m for m in METRIC_ORDER if m in seen] + sorted(seen - set(METRIC_ORDER))
 
 
+def _invalid_judgements(records: list[dict[str, Any]]) -> dict[str, int]:
+    """Unreadable judge outputs per metric (results from before per-metric lists flagged ``judge_invalid``)."""
+    counts: Counter[str] = Counter()
+    for record in records:
+        counts.update(record.get("invalid_judgements") or (["judge"] if record.get("judge_invalid") else []))
+    return dict(counts)
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "-"
+
+
 def summarize(out: Path, meta: dict[str, Any], resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
     """The summary dict (also written as ``summary.json``)."""
     results = []
@@ -67,9 +79,7 @@ def summarize(out: Path, meta: dict[str, Any], resamples: int = 1000, seed: int 
                     "system": name,
                     "n": len(ok),
                     "errors": error_counts(rows),
-                    "invalid_judgements": dict(
-                        Counter(name for r in ok for name in r.get("invalid_judgements", []))
-                    ),
+                    "invalid_judgements": _invalid_judgements(ok),
                     "metrics": metrics,
                     "ci95_half_width": ci,
                     **({"cost_per_question": costs} if costs else {}),
@@ -295,7 +305,8 @@ def _markdown(summary: dict[str, Any], meta: dict[str, Any], plots: list[str], c
     ]
     for r in summary["results"]:
         lines.append(
-            f"| {r['benchmark']} | {r['system']} | {r['n']} | {r['errors'] or '-'} | {r.get('invalid_judgements') or '-'} |"
+            f"| {r['benchmark']} | {r['system']} | {r['n']} | {_counts(r['errors'])} | "
+            f"{_counts(r.get('invalid_judgements') or {})} |"
         )
     lines.append("")
     for b, inp in summary["inputs"].items():

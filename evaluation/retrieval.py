@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evaluation.questions import select_questions
+from evaluation.runner import error_counts
 from evaluation.worker import EvalWorker
 from hoprag.embedding import Embedder
 from hoprag.kg.index import KGIndex
@@ -31,22 +32,27 @@ def evaluate_retrieval(
 
     ``group_by`` names a question metadata field kept from the benchmark (e.g. ``domain``, ``type``,
     ``hops`` of the synthetic generator); the result then also has per-value figures in ``groups``.
-    Questions whose retrieval failed are counted in ``errors`` and left out of the means.
+    Questions whose retrieval failed are counted in ``errors`` (by kind in ``error_kinds``) and left
+    out of the means; when every question fails, the first error is raised.
     """
     rows, report = select_questions(index, split)
     scored = [r for r in rows if r["supporting_docs"]]
-    worker = EvalWorker.for_retriever(index, retriever, list(ks), embedder)
+    worker = EvalWorker.for_retriever(index, retriever, list(ks), embedder, analysis=False)
     records: list[dict[str, Any]] = []
     for start in range(0, len(scored), batch_size):
         records.extend(worker.evaluate(scored[start : start + batch_size]))
     ok = [(row, rec) for row, rec in zip(scored, records, strict=True) if not rec["error"]]
+    failed = [rec["error"] for rec in records if rec["error"]]
+    if failed and not ok:
+        raise ValueError(f"every question failed ({len(failed)}); the first: {failed[0]}")
     out: dict[str, Any] = _means([rec["metrics"] for _, rec in ok], ks)
     out.update(
         {
             "n": len(ok),
             "skipped_no_gold": len(rows) - len(scored),
             "duplicate_ids": len(report.duplicate_ids),
-            "errors": len(scored) - len(ok),
+            "errors": len(failed),
+            "error_kinds": error_counts(records),
             "split": split,
             "retriever": retriever.name,
             "fallbacks": sum(bool(rec.get("notes")) for _, rec in ok),

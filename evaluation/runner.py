@@ -46,6 +46,10 @@ def _evaluate_pair(
     path = results_path(config.out, bench.name, system.name)
     path.parent.mkdir(parents=True, exist_ok=True)
     done = read_results(path)
+    if system.kind == "qa":
+        # Results judged with other judge prompts (or judges switched on since) are judged again.
+        versions = config.judge.prompt_versions()
+        done = {q: r for q, r in done.items() if r.get("judge_prompts", {}) == versions}
     todo = [r for r in rows if r["id"] not in done]
     if not todo:
         return {"computed": 0, "reused": len(done)}

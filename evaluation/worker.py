@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from evaluation.metrics import entity_recall, exact_match, f1_score, recall_at_k
-from evaluation.questions import DISTANCE_CUTOFF, MAX_BFS_ENTITIES, entity_distance, question_seeds
+from evaluation.questions import entity_distance, question_seeds, seed_distances
 
 if TYPE_CHECKING:
     from evaluation.config import SystemSpec
@@ -22,10 +22,8 @@ if TYPE_CHECKING:
 
 TOP_DOCS = 10
 TOP_ENTITIES = 20
-# The judged context mirrors the answer prompt: top triples and the opening of the top documents.
-CONTEXT_TRIPLES = 30
-CONTEXT_DOCUMENTS = 3
-CONTEXT_DOCUMENT_CHARS = 600
+# The planner's answer prompts show each step's own triples; the judge sees the answer's first 30.
+PLAN_CONTEXT_TRIPLES = 30
 
 
 def score_row(
@@ -107,15 +105,22 @@ class EvalWorker:
 
     @classmethod
     def for_retriever(
-        cls, index: KGIndex, retriever: Retriever, ks: list[int], embedder: Embedder | None = None
+        cls,
+        index: KGIndex,
+        retriever: Retriever,
+        ks: list[int],
+        embedder: Embedder | None = None,
+        analysis: bool = True,
     ) -> EvalWorker:
         """A retrieval-system worker over already loaded components (``hoprag eval retrieval``);
-        without ``embedder`` the semantic-similarity analysis is left out."""
+        without ``embedder`` the semantic-similarity analysis is left out, with ``analysis=False``
+        all of section 6 (no graph search per question)."""
         from evaluation.config import SystemSpec
 
         worker = cls.__new__(cls)
         spec = SystemSpec(name="retriever", kind="retrieval", retriever=retriever.name)
         worker._bind(spec, index, embedder, retriever, ks)
+        worker.analysis = analysis
         return worker
 
     def _bind(
@@ -134,6 +139,7 @@ class EvalWorker:
         self.qa: Any = None
         self.judge_llm: Any = None
         self.judge_config: Any = None
+        self.analysis = True
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         rows = [json.loads(r) for r in batch["row"]]
@@ -180,7 +186,8 @@ class EvalWorker:
                 )
                 answer = "" if a.not_enough_info else a.answer
                 titles = [d.title for d in a.documents[:TOP_DOCS]]
-                context = self._context(a)
+                if self.judge_llm is not None:
+                    context = self._context(a)
                 record.update(
                     {
                         "llm_calls": a.llm_calls,
@@ -191,7 +198,8 @@ class EvalWorker:
             record["answer"] = answer
             record["documents"] = titles
             record["metrics"] = score_row(row, titles, entities, answer, self.ks)
-            record["analysis"] = self._analysis(row, entities)
+            if self.analysis:
+                record["analysis"] = self._analysis(row, entities)
             if self.judge_llm is not None and answer is not None:
                 self._judge(record, row, answer, context)
         except Exception as exc:
@@ -213,35 +221,41 @@ class EvalWorker:
             scores["context_relevance"] = J.context_relevance(self.judge_llm, question, context)
         if context is not None and config.faithfulness and answer.strip():
             scores["faithfulness"] = J.faithfulness(self.judge_llm, question, answer, context)
+        record["judge_prompts"] = config.prompt_versions()  # a resumed run re-judges on a change
         record["metrics"].update({k: v for k, v in scores.items() if v is not None})
         invalid = [k for k, v in scores.items() if v is None]
         if invalid:
             record["invalid_judgements"] = invalid
 
     def _context(self, answer: Any) -> str:
-        """The retrieved context an answer was built from: its top triples, then its top documents'
-        opening text (what the answer prompt shows), cut to the judge's context budget."""
+        """The retrieved context an answer was built from, shaped like the pipeline's answer prompt
+        (single-shot: its triples and document openings; plan: the first triples and, if the planner
+        puts documents into its prompts, their openings), cut to the judge's context budget."""
+        qa = self.qa
+        if self.system.pipeline == "rag":
+            triples, documents, chars = qa.max_triples, qa.context_documents, qa.max_document_chars
+        else:
+            triples = PLAN_CONTEXT_TRIPLES
+            documents, chars = qa.config.context_documents, qa.config.max_document_chars
         texts = self.index.documents.column("text")
-        lines = [t.text for t in answer.triples[:CONTEXT_TRIPLES]]
-        lines += [
-            f"{d.title}: {texts[d.doc_id].as_py()[:CONTEXT_DOCUMENT_CHARS]}"
-            for d in answer.documents[:CONTEXT_DOCUMENTS]
-        ]
-        limit = self.judge_config.max_context_chars if self.judge_config else 4000
-        return "\n".join(lines)[:limit]
+        lines = [t.text for t in answer.triples[:triples]]
+        lines += [f"{d.title}: {texts[d.doc_id].as_py()[:chars]}" for d in answer.documents[:documents]]
+        return "\n".join(lines)[: self.judge_config.max_context_chars]
 
     def _analysis(self, row: dict[str, Any], retrieved: list[str]) -> dict[str, float | int | None]:
-        """GLM-RAG section 6: the question's entity-level distance (from question selection, see
-        :func:`evaluation.questions.entity_distance`) and, for retrievers that score entities, the
+        """GLM-RAG section 6 from one graph search per question: the question's entity-level distance
+        (:func:`evaluation.questions.entity_distance`) and, for retrievers that score entities, the
         mean hop distance from the question entities (undirected KG, cutoff 10) and the mean semantic
         similarity (question vs entity name, the index's embedder) of the top retrieved entities."""
-        distance = row["entity_distance"] if "entity_distance" in row else entity_distance(self.index, row)
-        out: dict[str, float | int | None] = {"entity_distance": distance}
+        out: dict[str, float | int | None] = {"entity_distance": None}
         seeds = question_seeds(self.index, row)
-        ids = [i for i in (self.index.entity_id(e) for e in retrieved[:TOP_ENTITIES]) if i is not None]
-        if not seeds or not ids:
+        if not seeds:
             return out
-        dist = self.index.k_hop(seeds, DISTANCE_CUTOFF, max_entities=MAX_BFS_ENTITIES)
+        dist = seed_distances(self.index, seeds)
+        out["entity_distance"] = entity_distance(self.index, row, dist)
+        ids = [i for i in (self.index.entity_id(e) for e in retrieved[:TOP_ENTITIES]) if i is not None]
+        if not ids:
+            return out
         hops = [dist[i] for i in ids if i in dist]
         out["retrieved_hop_distance"] = round(sum(hops) / len(hops), 4) if hops else None
         if self.embedder is not None:

@@ -501,13 +501,16 @@ def _cmd_eval_run(args: argparse.Namespace) -> int:
     return _run_eval_config(config)
 
 
-def _run_eval_config(config: EvalConfig) -> int:
+def _run_eval_config(config: EvalConfig, as_json: bool = False) -> int:
     from evaluation.runner import run_evaluation
 
     try:
         summary = run_evaluation(config, command="hoprag " + " ".join(sys.argv[1:]) if sys.argv[1:] else None)
     except ValueError as exc:
         raise _UserError(str(exc)) from exc
+    if as_json:
+        print(json.dumps({"results": summary["results"]}))
+        return 0
     for r in summary["results"]:
         shown = ", ".join(f"{k} {v:.3f}" for k, v in r["metrics"].items())
         print(f"  {r['benchmark']:<16} {r['system']:<12} n={r['n']:<4} {shown}")
@@ -521,6 +524,11 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from hoprag.kg.store import KGIndexError
     from hoprag.retrieval.loading import RetrieverSpecError, load_retriever
 
+    if args.out is not None and args.by:
+        raise _UserError(
+            "eval retrieval: --by is for the quick in-process form; with --out the report already "
+            "breaks recall down by hops, question type, supporting documents and entity distance"
+        )
     if args.out is not None:  # the full machinery: Ray Data job, resumable results, report
         from evaluation.config import EvalConfig, SystemSpec, resolve_benchmark
 
@@ -531,11 +539,10 @@ def _cmd_eval_retrieval(args: argparse.Namespace) -> int:
                 benchmarks=[bench],
                 systems=[SystemSpec(name=name, kind="retrieval", retriever=args.retriever)],
                 out=args.out,
-                ks=[1, 2, 5, 10],
             )
         except ValueError as exc:
             raise _UserError(f"eval retrieval: {exc}") from exc
-        return _run_eval_config(config)
+        return _run_eval_config(config, as_json=args.json)
     try:
         index = KGIndex(args.index)
         result = evaluate_retrieval(

@@ -181,3 +181,18 @@ def test_faithfulness_is_the_supported_fraction_of_statements() -> None:
     empty = _FullPromptLLM(lambda p: "" if p.endswith("Statements:") else "yes")
     assert faithfulness(empty, "Where?", "Worms", "Bernhardt | born in | Worms") == 1.0
     assert faithfulness(_FullPromptLLM(lambda p: "???"), "Where?", "Worms", "ctx") is None
+
+
+def test_chat_judges_get_the_examples_as_turns() -> None:
+    from evaluation.judge import judge_prompt, parse_statements, statements_prompt
+
+    messages = judge_prompt("Who?", ["Worms"], "Worms", "chat").prompt
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert [m["content"] for m in messages if m["role"] == "assistant"] == ["yes", "no"]
+    assert messages[-1]["content"].endswith("Generated answer: Worms\nCorrect:")
+    chat = statements_prompt("Where?", "Worms", "chat").prompt
+    assert "Output only the statements" in chat[0]["content"]
+    # A chat model's preamble is not a claim.
+    assert parse_statements("Here are the statements:\n- Bernhardt was born in Worms.") == [
+        "Bernhardt was born in Worms."
+    ]

@@ -89,3 +89,13 @@ def test_grouped_recall_by_question_metadata(small_index, embedder):
         "None": {"recall@2": 1.0, "recall@5": 1.0, "n": 1},
         "x": {"recall@2": 1.0, "recall@5": 1.0, "n": 1},
     }
+
+
+def test_evaluate_retrieval_reports_failures(small_index, embedder):
+    class Broken(DenseRetriever):
+        def retrieve(self, queries, k):
+            raise RuntimeError("model on fire")
+
+    index = KGIndex(small_index)
+    with pytest.raises(ValueError, match=r"every question failed .* model on fire"):
+        evaluate_retrieval(index, Broken(index, embedder))
