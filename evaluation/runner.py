@@ -36,6 +36,17 @@ def read_results(path: Path) -> dict[str, dict[str, Any]]:
     return done
 
 
+def reusable_results(
+    done: dict[str, dict[str, Any]], config: EvalConfig, system: SystemSpec
+) -> dict[str, dict[str, Any]]:
+    """The stored results a re-run keeps: for QA systems only those judged with today's judge
+    prompts (a changed prompt, or a judge switched on or off since, means judging again)."""
+    if system.kind != "qa":
+        return done
+    versions = config.judge.prompt_versions()
+    return {q: r for q, r in done.items() if r.get("judge_prompts", {}) == versions}
+
+
 def _evaluate_pair(
     config: EvalConfig, bench: BenchmarkSpec, system: SystemSpec, rows: list[dict[str, Any]]
 ) -> dict[str, int]:
@@ -45,11 +56,7 @@ def _evaluate_pair(
 
     path = results_path(config.out, bench.name, system.name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    done = read_results(path)
-    if system.kind == "qa":
-        # Results judged with other judge prompts (or judges switched on since) are judged again.
-        versions = config.judge.prompt_versions()
-        done = {q: r for q, r in done.items() if r.get("judge_prompts", {}) == versions}
+    done = reusable_results(read_results(path), config, system)
     todo = [r for r in rows if r["id"] not in done]
     if not todo:
         return {"computed": 0, "reused": len(done)}

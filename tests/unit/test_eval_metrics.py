@@ -196,3 +196,29 @@ def test_chat_judges_get_the_examples_as_turns() -> None:
     assert parse_statements("Here are the statements:\n- Bernhardt was born in Worms.") == [
         "Bernhardt was born in Worms."
     ]
+
+
+def test_a_resumed_run_rejudges_results_from_other_judge_prompts() -> None:
+    from evaluation.config import EvalConfig, SystemSpec
+    from evaluation.runner import reusable_results
+
+    def config(**judge) -> EvalConfig:
+        return EvalConfig.model_validate(
+            {
+                "benchmarks": [{"name": "b", "index": "x"}],
+                "systems": [{"name": "s", "kind": "retrieval", "retriever": "dense"}],
+                "out": "o",
+                "judge": judge,
+            }
+        )
+
+    qa = SystemSpec(name="rag", kind="qa", pipeline="rag", retriever="dense")
+    done = {
+        "unjudged": {"id": "unjudged"},
+        "v1": {"id": "v1", "judge_prompts": {"judge": "judge-v1"}},
+        "v2": {"id": "v2", "judge_prompts": {"judge": "judge-v2"}},
+    }
+    assert set(reusable_results(done, config(), qa)) == {"unjudged"}  # judges off
+    assert set(reusable_results(done, config(enabled=True), qa)) == {"v2"}
+    retrieval = SystemSpec(name="dense", kind="retrieval", retriever="dense")
+    assert set(reusable_results(done, config(enabled=True), retrieval)) == set(done)  # nothing judged there
