@@ -60,12 +60,10 @@ class QADeployment:
             _ = kg.triple_vectors  # computed (or read from the cache) before taking traffic
             llm = RemoteLLM(self._llm_handle, timeout_s=s.request_timeout_s)
             _ = llm.model_id  # waits for the LLM deployment
-            self._retriever_handle.describe.remote().result(
+            described = self._retriever_handle.describe.remote().result(
                 timeout_s=s.request_timeout_s * 5
             )  # and the Retriever
-            retriever = RemoteRetriever(
-                self._retriever_handle, name=f"glm:{s.retriever}" if s.retriever != "dense" else "dense"
-            )
+            retriever = RemoteRetriever(self._retriever_handle, name=str(described["retriever"]))
             traversals = (
                 s.planner.traversals if "glm" in s.planner.traversals else [*s.planner.traversals, "glm"]
             )

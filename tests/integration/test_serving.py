@@ -407,7 +407,22 @@ def test_rolling_a_new_retriever_into_a_running_app_drops_no_request(served) -> 
     from serving.builder import build_app
 
     def app(retriever: str):
-        return build_app(_settings(served.index, Path(retriever), served.llm_url, auth={"token_env": None}))
+        # App args are part of Serve's code version: a new retriever replaces every deployment of
+        # the app. With two replicas each, Serve replaces one at a time and the other answers.
+        two = {"num_cpus": 0.1, "autoscaling": {"min_replicas": 2, "max_replicas": 2}}
+        deployments = {n: two for n in ("ingress", "qa", "retriever_deployment", "llm_deployment")}
+        settings = _settings(
+            served.index, Path(retriever), served.llm_url, auth={"token_env": None}, **deployments
+        )
+        return build_app(settings)
+
+    def replicas(deployment: str) -> set[str]:
+        import ray
+
+        prefix = f"SERVE_REPLICA::roll#{deployment}#"
+        return {
+            a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith(prefix)
+        }
 
     def retriever_name() -> str:
         handle = serve.get_deployment_handle("Retriever", app_name="roll")
@@ -415,6 +430,7 @@ def test_rolling_a_new_retriever_into_a_running_app_drops_no_request(served) -> 
 
     serve.run(app("dense"), name="roll", route_prefix="/roll", blocking=False)  # returns once loaded
     assert retriever_name().startswith("dense")
+    before = replicas("Retriever")
     url = f"{served.root}/roll/v1/qa"
     outcomes: list[object] = []
     stop = threading.Event()
@@ -443,5 +459,7 @@ def test_rolling_a_new_retriever_into_a_running_app_drops_no_request(served) -> 
             f"roll-out: {len(outcomes)} requests ({len(outcomes) - during} during/after), outcomes {set(outcomes)}"
         )
         assert len(outcomes) > during > 0 and all(o == 200 for o in outcomes)
+        after = replicas("Retriever")
+        assert len(after) == 2 and not after & before  # both Retriever replicas are new ones
     finally:
         serve.delete("roll")
