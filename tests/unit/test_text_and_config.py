@@ -101,3 +101,17 @@ def test_shipped_training_recipes_validate_and_show_their_command():
             assert (
                 cfg.run.use_gpu and cfg.deepspeed.precision == "bf16" and cfg.glm.sampler.max_triplets == 600
             )
+
+
+def test_shipped_evaluation_configs_validate_and_show_their_command():
+    from pathlib import Path
+
+    from evaluation.config import EvalConfig
+
+    configs = sorted((Path(__file__).parents[2] / "evaluation" / "configs").glob("*.yaml"))
+    assert len(configs) >= 2
+    for path in configs:
+        assert (
+            path.read_text().splitlines()[0] == f"# hoprag eval run --config evaluation/configs/{path.name}"
+        )
+        load_config(EvalConfig, path)
