@@ -267,15 +267,12 @@ class EvalWorker:
     def _no_context(self, question: str) -> tuple[str, dict[str, int]]:
         from hoprag.planner import prompts as P
         from hoprag.planner.llm_calls import CallLedger
-        from hoprag.planner.parsing import parse_answer
+        from hoprag.qa import answer_from_completion
 
         ledger = CallLedger()
         spec = P.final_answer_prompt(question, [], self.qa.prompt_style)
         completion = self.qa.complete([spec.prompt], spec.params, ledger, "answer")[0]
-        parsed = parse_answer(completion.text) if completion.ok else None
-        answer = parsed.value if parsed is not None and parsed.ok and parsed.value else ""
-        if answer and P.copied_from_examples(spec.prompt, answer):
-            answer = ""
+        answer, _ = answer_from_completion(spec.prompt, completion)
         return answer, {
             "llm_calls": ledger.calls,
             "prompt_tokens": ledger.prompt_tokens,

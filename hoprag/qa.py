@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from hoprag.llm.base import LLM
+from hoprag.llm.base import LLM, Completion, Prompt
 from hoprag.planner import prompts as P
 from hoprag.planner.knowledge import KnowledgeGraphView
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
@@ -22,6 +22,19 @@ from hoprag.planner.traversal.base import ClueQuery
 from hoprag.planner.traversal.retriever import RetrieverTraversal
 from hoprag.retrieval.base import Retriever
 from hoprag.text import dictionary_mentions
+
+
+def answer_from_completion(prompt: Prompt, completion: Completion) -> tuple[str, str | None]:
+    """The usable answer in one answer-prompt completion ("" if none) and, if unusable, why: an LLM
+    error, an unparsable output, or an answer copied from the prompt's few-shot examples."""
+    if not completion.ok:
+        return "", f"LLM error {completion.error}"
+    parsed = parse_answer(completion.text)
+    if not parsed.ok:
+        return "", parsed.reason
+    if parsed.value and P.copied_from_examples(prompt, parsed.value):
+        return "", "output copied from the prompt's examples"
+    return parsed.value or "", None
 
 
 class RetrieveThenAnswer:
@@ -88,17 +101,9 @@ class RetrieveThenAnswer:
         ]
         spec = P.answer_prompt(question, [t.text for t in triples], self.client.prompt_style, context)
         completion = self.client.complete([spec.prompt], spec.params, ledger, "answer")[0]
-        answer = ""
-        if not completion.ok:
-            step.degraded.append(f"answer: LLM error {completion.error}")
-        else:
-            parsed = parse_answer(completion.text)
-            if parsed.ok and parsed.value and not P.copied_from_examples(spec.prompt, parsed.value):
-                answer = parsed.value
-            elif not parsed.ok:
-                step.degraded.append(f"answer: {parsed.reason}")
-            elif parsed.value:
-                step.degraded.append("answer: output copied from the prompt's examples")
+        answer, problem = answer_from_completion(spec.prompt, completion)
+        if problem:
+            step.degraded.append(f"answer: {problem}")
         step.answer = answer
         step.seconds = time.perf_counter() - started
         return Answer(
