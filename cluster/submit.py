@@ -165,11 +165,11 @@ def connect(address: str) -> Any:
         raise SubmitError(f"submit: cannot reach the Ray job server at {address}: {exc}") from exc
 
 
-def submit(client: Any, options: SubmitOptions, command: Sequence[str]) -> str:
-    """Submit ``command`` (hoprag CLI arguments) as a Ray job; returns its submission id."""
-    entrypoint = build_entrypoint(command, options.python)
-    kwargs: dict[str, Any] = {
-        "entrypoint": entrypoint,
+def job_request(options: SubmitOptions, command: Sequence[str]) -> dict[str, Any]:
+    """The ``submit_job`` arguments for ``command`` (hoprag CLI arguments); checks the command and
+    the runtime_env without any network call."""
+    request: dict[str, Any] = {
+        "entrypoint": build_entrypoint(command, options.python),
         "submission_id": options.submission_id or default_submission_id(command),
         "runtime_env": build_runtime_env(options) or None,
         "metadata": {"hoprag_command": shlex.join(command), **options.metadata},
@@ -177,11 +177,16 @@ def submit(client: Any, options: SubmitOptions, command: Sequence[str]) -> str:
     for name in ("entrypoint_num_cpus", "entrypoint_num_gpus", "entrypoint_memory"):
         value = getattr(options, name)
         if value is not None:
-            kwargs[name] = value
+            request[name] = value
     if options.entrypoint_resources:
-        kwargs["entrypoint_resources"] = options.entrypoint_resources
+        request["entrypoint_resources"] = options.entrypoint_resources
+    return request
+
+
+def submit(client: Any, request: dict[str, Any]) -> str:
+    """Submit a :func:`job_request` as a Ray job; returns its submission id."""
     try:
-        return client.submit_job(**kwargs)
+        return client.submit_job(**request)
     except Exception as exc:
         raise SubmitError(f"submit: the job server refused the job: {exc}") from exc
 
@@ -257,8 +262,7 @@ def run_submit(
     """``hoprag submit``: submit, then optionally follow logs and/or wait. Exit status: 0 submitted or
     succeeded, 1 the job failed or was stopped, 130 interrupted while waiting (the job keeps running).
     Losing the job server after submission is a :class:`SubmitError` that says the job keeps running."""
-    build_entrypoint(command, options.python)  # a bad command or option fails before any network call
-    build_runtime_env(options)
+    request = job_request(options, command)  # a bad command or option fails before any network call
     if options.working_dir is not None:
         for path in relative_outputs(command):
             print(
@@ -267,7 +271,7 @@ def run_submit(
                 file=out,
             )
     client = connect(options.address)
-    job_id = submit(client, options, command)
+    job_id = submit(client, request)
     cli = ray_cli(options)
     print(f"submitted job {job_id} to {options.address}", file=out, flush=True)
     if not (wait or follow):
