@@ -183,12 +183,45 @@ def job_request(options: SubmitOptions, command: Sequence[str]) -> dict[str, Any
     return request
 
 
-def submit(client: Any, request: dict[str, Any]) -> str:
-    """Submit a :func:`job_request` as a Ray job; returns its submission id."""
-    try:
-        return client.submit_job(**request)
-    except Exception as exc:
-        raise SubmitError(f"submit: the job server refused the job: {exc}") from exc
+# A head's job server answers this (HTTP 500) until its dashboard agent has registered, and for good
+# when the agent could not start its HTTP server (e.g. its port, 52365 by default, was taken).
+NO_AGENT = "No available agent to submit job"
+# Waits between tries while the head has no agent: about a minute in all, then a clear error.
+NO_AGENT_BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 15.0, 15.0)
+
+
+def submit(
+    client: Any,
+    request: dict[str, Any],
+    backoff_s: Sequence[float] = NO_AGENT_BACKOFF_S,
+    sleep: Callable[[float], None] = time.sleep,
+    out: TextIO | None = None,
+) -> str:
+    """Submit a :func:`job_request` as a Ray job; returns its submission id.
+
+    A head without a ready dashboard agent refuses with "No available agent to submit job"; that is
+    retried after each wait in ``backoff_s`` (a head that has just started answers the same way).
+    Any other refusal, or one that persists, is a :class:`SubmitError`.
+    """
+    waits = iter(backoff_s)
+    while True:
+        try:
+            return client.submit_job(**request)
+        except Exception as exc:
+            if NO_AGENT not in str(exc):
+                raise SubmitError(f"submit: the job server refused the job: {exc}") from exc
+            wait = next(waits, None)
+            if wait is None:
+                raise SubmitError(
+                    f"submit: the job server still has no job agent after {sum(backoff_s):.0f} s of retries "
+                    f"({NO_AGENT}). Check the head's dashboard agent log "
+                    "(<ray temp dir>/session_latest/logs/dashboard_agent.log, /tmp/ray by default): an agent "
+                    "whose HTTP port (--dashboard-agent-listen-port, 52365 by default) was held by another "
+                    "process when the head started never serves jobs; restart the head with a free port."
+                ) from exc
+            if out is not None:
+                print(f"the job server has no job agent yet; retrying in {wait:g} s", file=out, flush=True)
+            sleep(wait)
 
 
 def follow_logs(client: Any, job_id: str, out: TextIO) -> None:
@@ -271,7 +304,7 @@ def run_submit(
                 file=out,
             )
     client = connect(options.address)
-    job_id = submit(client, request)
+    job_id = submit(client, request, out=out)
     cli = ray_cli(options)
     print(f"submitted job {job_id} to {options.address}", file=out, flush=True)
     if not (wait or follow):

@@ -119,10 +119,8 @@ def _serve_and_answer(index_dir: Path, retriever: Path | None, index: object, qu
     """Deploy the QA app (Ray Serve) and answer sample test questions through ``POST /v1/qa``."""
     import socket
 
-    from ray import serve
-
     from serving.client import QAClient
-    from serving.run import start_app, wait_until_ready
+    from serving.run import start_app, stop_app, wait_until_ready
     from serving.settings import QAAppSettings
 
     with socket.socket() as s:
@@ -158,4 +156,4 @@ def _serve_and_answer(index_dir: Path, retriever: Path | None, index: object, qu
             "  then: hoprag ask --url http://127.0.0.1:8000 --mode plan '...'  (OpenAPI docs at /docs)"
         )
     finally:
-        serve.shutdown()
+        stop_app()

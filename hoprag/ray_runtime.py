@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 logger = logging.getLogger(__name__)
+
+# The GCS address of the local cluster this process started (it ends with this process), if any.
+_started_here: str | None = None
 
 
 class RayConfig(BaseModel):
@@ -29,7 +37,12 @@ class RayConfig(BaseModel):
 
 
 def init_ray(config: RayConfig | None = None) -> None:
-    """Connect to or start Ray once per process (a no-op if already initialized)."""
+    """Connect to or start Ray once per process (a no-op if already initialized).
+
+    With no address configured and ``RAY_ADDRESS`` unset, a new local cluster is always started
+    (``address="local"``): a bare ``ray.init()`` would join whatever cluster the last ``ray start``
+    on this machine recorded in Ray's temp dir, dead or alive. Which cluster is used is logged once.
+    """
     import ray
 
     if ray.is_initialized():
@@ -37,19 +50,88 @@ def init_ray(config: RayConfig | None = None) -> None:
     config = config or RayConfig()
     # Inside a Ray job (`hoprag submit`) Ray sets RAY_ADDRESS: join the job's cluster, as ray.init() does.
     address = config.address or os.environ.get("RAY_ADDRESS")
-    if address:
+    if address and address != "local":
         ray.init(address=address, log_to_driver=True)
+        logger.info("joined the Ray cluster at %s", ray.get_runtime_context().gcs_address)
         return
-    cores = os.cpu_count() or 2
-    runtime_env = {} if config.include_dashboard else {"worker_process_setup_hook": _without_state_api}
-    ray.init(
-        num_cpus=config.num_cpus or max(4, 2 * cores),
-        object_store_memory=(config.object_store_memory_mb or 512) * 1024**2,
+    start_local_ray(
+        num_cpus=config.num_cpus or max(4, 2 * (os.cpu_count() or 2)),
+        object_store_memory_mb=config.object_store_memory_mb or 512,
         include_dashboard=config.include_dashboard,
-        log_to_driver=True,
-        runtime_env=runtime_env,
     )
-    logger.info("started a local Ray cluster: %s", ray.cluster_resources())
+    logger.info(
+        "started a local Ray cluster at %s (ends with this process): %s",
+        ray.get_runtime_context().gcs_address,
+        ray.cluster_resources(),
+    )
+
+
+def start_local_ray(
+    num_cpus: int,
+    object_store_memory_mb: int,
+    include_dashboard: bool = False,
+    log_to_driver: bool = True,
+) -> str:
+    """Start a new local Ray cluster owned by this process; returns its GCS address.
+
+    It never joins an existing cluster, and it leaves Ray's well-known ports to a user's own
+    ``ray start --head`` on the same machine: its GCS and metrics ports are random (as in any
+    ``ray.init``), and so is its dashboard agent's HTTP port, which ``ray.init`` would otherwise
+    bind at 52365 — the port a head's job server needs (see :func:`_agent_on_a_free_port`).
+    """
+    import ray
+
+    runtime_env = {} if include_dashboard else {"worker_process_setup_hook": _without_state_api}
+    with _agent_on_a_free_port():
+        ray.init(
+            address="local",
+            num_cpus=num_cpus,
+            object_store_memory=object_store_memory_mb * 1024**2,
+            include_dashboard=include_dashboard,
+            log_to_driver=log_to_driver,
+            runtime_env=runtime_env,
+        )
+    global _started_here
+    _started_here = ray.get_runtime_context().gcs_address
+    return _started_here
+
+
+def owns_local_cluster() -> bool:
+    """Whether this process is connected to a local cluster it started (so ``ray.shutdown()`` ends
+    the whole cluster, every actor and Serve replica with it), not to a cluster it joined."""
+    import ray
+
+    return ray.is_initialized() and ray.get_runtime_context().gcs_address == _started_here
+
+
+@contextmanager
+def _agent_on_a_free_port() -> Iterator[None]:
+    """Within the block, a Ray node started by ``ray.init`` binds its dashboard agent's HTTP server
+    to a free port instead of Ray's default 52365.
+
+    ``ray.init`` has no argument for that port (``ray start`` has ``--dashboard-agent-listen-port``),
+    and a local cluster holding 52365 leaves a user's own head without a job server
+    ("No available agent to submit job"). The agent supports port 0 (any free port) and records
+    the port it bound in the session directory, which is where Ray's own components look it up.
+    """
+    from ray._private.parameter import RayParams
+
+    original = RayParams.__init__
+    if "dashboard_agent_listen_port" not in inspect.signature(original).parameters:
+        logger.debug("this Ray's RayParams has no dashboard_agent_listen_port; keeping Ray's default")
+        yield
+        return
+
+    @functools.wraps(original)
+    def with_free_agent_port(self: Any, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("dashboard_agent_listen_port", 0)
+        original(self, *args, **kwargs)
+
+    RayParams.__init__ = with_free_agent_port  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        RayParams.__init__ = original  # type: ignore[method-assign]
 
 
 def _without_state_api() -> None:

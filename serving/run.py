@@ -28,6 +28,9 @@ def wait_until_ready(base_url: str, timeout_s: float = 600.0, progress: bool = T
         time.sleep(0.5)
 
 
+APP_NAME = "hoprag"
+
+
 def start_app(settings: QAAppSettings, host: str = "127.0.0.1", port: int = 8000) -> str:
     """Deploy the app on the connected (or a new local) Ray cluster; returns its base URL."""
     from ray import serve
@@ -37,14 +40,34 @@ def start_app(settings: QAAppSettings, host: str = "127.0.0.1", port: int = 8000
 
     init_ray()
     serve.start(http_options={"host": host, "port": port})
-    serve.run(build_app(settings), name="hoprag", route_prefix="/", blocking=False)
+    serve.run(build_app(settings), name=APP_NAME, route_prefix="/", blocking=False)
     return f"http://{host}:{port}"
 
 
-def serve_foreground(settings: QAAppSettings, host: str, port: int) -> int:
+def stop_app() -> None:
+    """Take the app down and disconnect from Ray.
+
+    On a local cluster this process started, ``ray.shutdown()`` ends the cluster and every replica
+    with it at once; ``serve.shutdown()`` first would drain each replica gracefully (seconds each,
+    a minute or more on a loaded machine) only for the processes to be killed anyway. On a cluster
+    that was joined, only this app is deleted: other Serve apps on it keep serving.
+    """
     import ray
     from ray import serve
 
+    from hoprag.ray_runtime import owns_local_cluster
+
+    if not ray.is_initialized():
+        return
+    if not owns_local_cluster():
+        try:
+            serve.delete(APP_NAME)
+        except Exception as exc:  # the cluster went away: nothing left to delete
+            print(f"could not delete the Serve app {APP_NAME!r}: {exc}", flush=True)
+    ray.shutdown()
+
+
+def serve_foreground(settings: QAAppSettings, host: str, port: int) -> int:
     try:
         base = start_app(settings, host, port)
         print(
@@ -61,6 +84,7 @@ def serve_foreground(settings: QAAppSettings, host: str, port: int) -> int:
     except KeyboardInterrupt:
         print("stopping ...", flush=True)
     finally:
-        serve.shutdown()
-        ray.shutdown()
+        started = time.perf_counter()
+        stop_app()
+        print(f"stopped in {time.perf_counter() - started:.1f} s", flush=True)
     return 0

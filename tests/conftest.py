@@ -29,8 +29,12 @@ def ray_cluster() -> Iterator[str]:
     """
     import ray
 
-    ray.init(num_cpus=6, object_store_memory=256 * 1024**2, include_dashboard=False, log_to_driver=False)
+    from hoprag.ray_runtime import start_local_ray
+
+    # hoprag's own way of starting a local cluster: never joins a recorded `ray start` head, and
+    # leaves Ray's default ports to a user's head (test_cluster_submit starts one beside it).
+    address = start_local_ray(num_cpus=6, object_store_memory_mb=256, log_to_driver=False)
     try:
-        yield ray.get_runtime_context().gcs_address
+        yield address
     finally:
         ray.shutdown()

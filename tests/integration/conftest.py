@@ -54,3 +54,12 @@ def synthetic_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
         SyntheticConfig(seed=3, num_documents=40, num_train_questions=10, num_test_questions=10), out
     )
     return out
+
+
+@pytest.fixture
+def dead_recorded_head() -> Iterator[dict[str, str]]:
+    """The environment of a machine whose last `ray start` head died without `ray stop`."""
+    from tests.support.local_ray import dead_head_environment
+
+    with dead_head_environment() as env:
+        yield env

@@ -1,7 +1,10 @@
 """`hoprag submit` against a real Ray head (`ray start --head --block` on loopback, token auth on).
 
-The head is this test's own: its ports, temp dir and auth token are private to it, and it is
-stopped by signalling its process group (``ray stop`` would also stop the test session's cluster).
+The head is this test's own: its temp dir and auth token are private to it, and it is stopped by
+signalling its process group (``ray stop`` would also stop the test session's cluster). It starts
+while hoprag's own local cluster (the session's) runs, and keeps Ray's default dashboard agent port,
+52365, as a user's `ray start --head` would: hoprag's local clusters must leave that port free, or
+the head's job server has no agent ("No available agent to submit job").
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_AGENT_PORT = 52365
 SAMPLE = ROOT / "hoprag" / "data" / "sample"
 
 
@@ -32,8 +36,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def ray_head(tmp_path_factory) -> Iterator[dict]:
-    """A Ray head on loopback; yields the job server URL and the environment a client needs."""
+def ray_head(tmp_path_factory, ray_cluster) -> Iterator[dict]:
+    """A Ray head on loopback beside hoprag's local cluster; yields the job server URL and the
+    environment a client needs."""
     token = secrets.token_hex(32)
     bin_dir = str(Path(sys.executable).parent)
     env = {
@@ -50,9 +55,10 @@ def ray_head(tmp_path_factory) -> Iterator[dict]:
         "--port": _free_port(),
         "--dashboard-port": dashboard,
         "--ray-client-server-port": _free_port(),
-        "--dashboard-agent-listen-port": _free_port(),
         "--metrics-export-port": _free_port(),
     }
+    if not _port_is_free(DEFAULT_AGENT_PORT):  # held by a process outside this test session
+        ports["--dashboard-agent-listen-port"] = _free_port()
     temp_dir = Path("/tmp") / f"hoprag-head-{secrets.token_hex(3)}"  # short: Ray's socket paths
     log = tmp_path_factory.mktemp("head") / "ray-start.log"
     command = [
@@ -83,10 +89,19 @@ def ray_head(tmp_path_factory) -> Iterator[dict]:
             os.killpg(head.pid, signal.SIGKILL)
 
 
+def _port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("", port))
+        except OSError:
+            return False
+        return True
+
+
 def _wait_for_job_server(url: str, token: str, head: subprocess.Popen, log: Path) -> None:
     import httpx
 
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300  # a head starts in ~10 s idle, much longer on a busy machine
     while time.monotonic() < deadline:
         if head.poll() is not None:
             pytest.fail(f"ray start exited with {head.returncode}:\n{log.read_text()[-3000:]}")

@@ -49,7 +49,7 @@ def test_second_load_uses_the_converted_cache(gemma, monkeypatch):
     monkeypatch.setattr(embedded, "_convert_gguf", _fail)
     again = embedded.EmbeddedLLM()
     assert (embedded.converted_checkpoint_dir() / "model.safetensors").is_file()
-    assert again.load_seconds < 60  # seconds, not the ~45 s conversion (a sanity bound, not a benchmark)
+    assert again.model_id == gemma.model_id  # loaded from the cache (a conversion would have failed)
 
 
 def test_embedded_model_behind_the_openai_protocol(gemma):

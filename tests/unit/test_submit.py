@@ -146,3 +146,52 @@ def test_losing_the_job_server_after_submission_is_a_clear_error(monkeypatch) ->
         SubmitError, match=r"lost contact .* job j1 keeps running: RAY_AUTH_MODE=token ray job"
     ):
         S.run_submit(options, ["index", "--out", "/o"], wait=True, follow=False)
+
+
+class _AgentlessHead:
+    """A job client whose head answers Ray's "no agent" 500 ``refusals`` times, then accepts."""
+
+    def __init__(
+        self, refusals: int, message: str = "No available agent to submit job, please try again later"
+    ):
+        self.refusals = refusals
+        self.message = message
+        self.calls = 0
+
+    def submit_job(self, **kwargs):
+        self.calls += 1
+        if self.calls <= self.refusals:
+            raise RuntimeError(f"Request failed with status code 500: {self.message}.")
+        return kwargs["submission_id"]
+
+
+def test_a_head_without_a_job_agent_yet_is_retried_with_backoff() -> None:
+    import io
+
+    from cluster.submit import submit
+
+    waits: list[float] = []
+    out = io.StringIO()
+    head = _AgentlessHead(refusals=2)
+    job = submit(head, {"submission_id": "j1"}, backoff_s=(1.0, 2.0, 4.0), sleep=waits.append, out=out)
+    assert job == "j1" and head.calls == 3 and waits == [1.0, 2.0]
+    assert out.getvalue().count("no job agent yet") == 2
+
+
+def test_a_head_that_never_gets_a_job_agent_says_what_to_check() -> None:
+    from cluster.submit import submit
+
+    waits: list[float] = []
+    head = _AgentlessHead(refusals=100)
+    with pytest.raises(SubmitError, match=r"still has no job agent after 3 s.*dashboard_agent\.log.*52365"):
+        submit(head, {"submission_id": "j1"}, backoff_s=(1.0, 2.0), sleep=waits.append)
+    assert head.calls == 3 and waits == [1.0, 2.0]  # bounded: one try per wait, plus the first
+
+
+def test_other_refusals_are_not_retried() -> None:
+    from cluster.submit import submit
+
+    head = _AgentlessHead(refusals=1, message="Job with submission_id j1 already exists")
+    with pytest.raises(SubmitError, match=r"refused the job: .*already exists"):
+        submit(head, {"submission_id": "j1"}, backoff_s=(1.0,), sleep=lambda s: pytest.fail("retried"))
+    assert head.calls == 1

@@ -1,0 +1,50 @@
+"""Which Ray cluster a hoprag command uses when none is configured: always a new local one of its
+own, which leaves Ray's well-known ports to a user's own `ray start --head`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.local_ray import ROOT
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+DEFAULT_AGENT_PORT = 52365  # Ray's default dashboard agent HTTP port: a head's job server needs it
+
+_PROBE = """
+import json, logging, ray
+logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+from hoprag.ray_runtime import init_ray
+init_ray()
+node = ray.nodes()[0]
+print(json.dumps({"gcs": ray.get_runtime_context().gcs_address, "agent_port": node["DashboardAgentListenPort"]}))
+"""
+
+
+def test_a_dead_recorded_head_is_never_joined(dead_recorded_head) -> None:
+    recorded = (Path(dead_recorded_head["RAY_TMPDIR"]) / "ray" / "ray_current_cluster").read_text()
+    run = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        env=dead_recorded_head,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    probe = json.loads(run.stdout.strip().splitlines()[-1])
+    assert probe["gcs"] != recorded
+    assert f"started a local Ray cluster at {probe['gcs']}" in run.stderr  # one line says which cluster
+    assert probe["agent_port"] not in (DEFAULT_AGENT_PORT, -1)  # a free port, and its HTTP server is up
+
+
+def test_hoprag_local_clusters_leave_the_default_agent_port_to_the_user(ray_cluster) -> None:
+    import ray
+
+    ports = [node["DashboardAgentListenPort"] for node in ray.nodes() if node["Alive"]]
+    assert ports and DEFAULT_AGENT_PORT not in ports
