@@ -26,6 +26,8 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, Field
 
+from hoprag.cli import parse_command
+
 TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
 FAILED_LOG_LINES = 40
 # Never uploaded with the working directory (Ray also honours .gitignore): builds, caches, runs.
@@ -72,15 +74,13 @@ def project_root(start: Path | None = None) -> Path | None:
     """The hoprag checkout containing ``start`` (default: this package's), if running from one."""
     here = (start or Path(__file__)).resolve()
     for folder in [here, *here.parents]:
-        if (folder / "pyproject.toml").is_file() and (folder / "hoprag" / "cli.py").is_file():
+        if (folder / "pyproject.toml").is_file() and (folder / "hoprag" / "cli" / "__init__.py").is_file():
             return folder
     return None
 
 
 def build_entrypoint(command: Sequence[str], python: str = "python") -> str:
     """The job's shell entrypoint for a hoprag command, after checking it parses locally."""
-    from hoprag.cli import _build_parser, _rewrite_argv
-
     args = list(command)
     if not args:
         raise SubmitError(
@@ -91,7 +91,7 @@ def build_entrypoint(command: Sequence[str], python: str = "python") -> str:
     if args and args[0] == "submit":
         raise SubmitError("submit: the submitted command cannot itself be 'submit'")
     try:
-        _build_parser().parse_args(_rewrite_argv(args))
+        parse_command(args)
     except SystemExit as exc:  # argparse already printed what is wrong
         raise SubmitError(f"submit: not a valid hoprag command: {shlex.join(args)}") from exc
     return shlex.join([python, "-m", "hoprag.cli", *args])

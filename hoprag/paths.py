@@ -10,3 +10,7 @@ def cache_dir() -> Path:
     """Root of hoprag's caches (converted model weights, ...): ``$HOPRAG_CACHE_DIR`` or ``~/.cache/hoprag``."""
     root = os.environ.get("HOPRAG_CACHE_DIR")
     return Path(root).expanduser() if root else Path.home() / ".cache" / "hoprag"
+
+
+# The packaged sample corpus (60 documents in the GFM-RAG raw layout) that `hoprag demo` indexes.
+SAMPLE_CORPUS = Path(__file__).parent / "data" / "sample"

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from hoprag.demo import SAMPLE_CORPUS
 from hoprag.extraction.prompts import openie_prompt
 from hoprag.kg.index import KGIndex
 from hoprag.llm.base import GenerationParams
 from hoprag.llm.openai_compat import OpenAICompatibleConfig, OpenAICompatibleLLM
 from hoprag.llm.openai_server import OpenAIProtocolServer
+from hoprag.paths import SAMPLE_CORPUS
 from hoprag.ray_runtime import RayConfig
 from indexing.config import ExtractionConfig, IndexConfig
 from indexing.corpus import read_corpus

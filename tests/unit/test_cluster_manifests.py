@@ -18,7 +18,6 @@ import pytest
 import yaml
 from jsonschema import Draft7Validator
 
-from cluster.cli import add_cluster_parser, run_cluster_command
 from cluster.params import ClusterParams, load_params, parse_params
 from cluster.render import (
     check_rendered,
@@ -28,6 +27,7 @@ from cluster.render import (
     render_rayservice,
     write_rendered,
 )
+from hoprag.cli.cluster import add_cluster_parser, run_cluster_command
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "cluster"
@@ -271,13 +271,13 @@ def test_serve_config_v2_is_the_serving_config_with_only_the_declared_overrides(
 
 @pytest.mark.parametrize("stage", ["index", "train", "eval"])
 def test_rayjob_entrypoint_is_a_valid_hoprag_command(stage: str) -> None:
-    from hoprag.cli import _build_parser
+    from hoprag.cli import build_parser
 
     params = _example()
     job = _manifest(f"rayjob-{stage}.yaml")
     argv = shlex.split(job["spec"]["entrypoint"])
     assert argv[0] == "hoprag"
-    args = _build_parser().parse_args(argv[1:])
+    args = build_parser().parse_args(argv[1:])
     assert args.command == stage
     config = getattr(args, "config", None)
     if config is not None:

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hoprag.demo import SAMPLE_CORPUS
+from hoprag.paths import SAMPLE_CORPUS
 from indexing.corpus import CorpusError, read_corpus
 
 

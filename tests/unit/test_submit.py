@@ -76,7 +76,7 @@ def test_submission_ids_and_project_root() -> None:
     job_id = default_submission_id(["hoprag", "train", "--index", "i"])
     assert job_id.startswith("hoprag-train-") and job_id != default_submission_id(["train"])
     root = project_root()
-    assert root is not None and (root / "hoprag" / "cli.py").is_file()
+    assert root is not None and (root / "hoprag" / "cli" / "__init__.py").is_file()
 
 
 def test_cli_refuses_bad_submissions_before_contacting_a_cluster(capsys, monkeypatch) -> None:
@@ -103,7 +103,7 @@ def test_every_hoprag_command_in_the_runbook_parses() -> None:
     import re
     import shlex
 
-    from hoprag.cli import _build_parser, _rewrite_argv
+    from hoprag.cli import build_parser, rewrite_argv
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "cluster.md").read_text()
     blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
@@ -115,7 +115,7 @@ def test_every_hoprag_command_in_the_runbook_parses() -> None:
                 commands.append(words[1:])
     assert len(commands) >= 9
     for argv in commands:
-        _build_parser().parse_args(_rewrite_argv(argv))  # exits (fails the test) on a bad command
+        build_parser().parse_args(rewrite_argv(argv))  # exits (fails the test) on a bad command
         if argv[0] == "submit":
             build_entrypoint(argv[argv.index("--") + 1 :])
 

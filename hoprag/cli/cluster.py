@@ -1,7 +1,7 @@
-"""``hoprag cluster ...``: render the KubeRay manifests and the launcher YAML from a parameter file.
+"""``hoprag cluster render``: the KubeRay manifests and the launcher YAML from a parameter file.
 
-``hoprag.cli`` adds the parser with :func:`add_cluster_parser` and dispatches to
-:func:`run_cluster_command`; bad parameters raise ``ValueError`` with a one-line message.
+:func:`run_cluster_command` raises ``ValueError`` with a one-line message on bad parameters; the
+registered handler turns it into the CLI's one-line error.
 """
 
 from __future__ import annotations
@@ -12,6 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from cluster import DEFAULT_OUT, DEFAULT_PARAMS
+from hoprag.cli.common import UserError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    add_cluster_parser(sub).set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        return run_cluster_command(args)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
 
 
 def add_cluster_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -7,12 +7,35 @@ embedded GLM retriever with Ray Train + DeepSpeed on CPU, then serve both behind
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-SAMPLE_CORPUS = Path(__file__).parent / "data" / "sample"
+from hoprag.cli.common import add_config_args
+from hoprag.paths import SAMPLE_CORPUS
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    d = sub.add_parser("demo", help="run the pipeline on the packaged sample corpus with embedded models")
+    d.add_argument("--workdir", type=Path, default=Path("runs/demo"), help="where the demo writes its index")
+    d.add_argument("--fresh", action="store_true", help="discard a previous demo index (and its cache) first")
+    d.add_argument("--train-steps", type=int, default=150, help="GLM training steps (0 skips training)")
+    d.add_argument("--no-serve", action="store_true", help="stop after training (skip serving and answering)")
+    add_config_args(d)
+    d.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    return run_demo(
+        args.workdir,
+        fresh=args.fresh,
+        config_path=args.config,
+        overrides=args.overrides,
+        train_steps=args.train_steps,
+        serve=not args.no_serve,
+    )
 
 
 def run_demo(

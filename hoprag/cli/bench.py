@@ -1,0 +1,63 @@
+"""``hoprag bench NAME``: each stage's benchmark (results go to docs/benchmarks.md by hand)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+
+from hoprag.cli.common import add_config_args
+
+# `hoprag bench NAME` → the function running it (imported only when that benchmark runs).
+BENCHMARKS = {
+    "index": ("indexing.bench", "run_index_benchmark"),
+    "train": ("training.bench", "run_train_benchmark"),
+    "plan": ("evaluation.planner_bench", "run_plan_benchmark"),
+    "serve": ("serving.bench", "run_serve_benchmark"),
+    "eval": ("evaluation.bench", "run_eval_benchmark"),
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from evaluation.bench import add_arguments as add_eval_bench_arguments
+    from evaluation.planner_bench import add_arguments as add_plan_bench_arguments
+    from serving.bench import add_arguments as add_serve_bench_arguments
+
+    b = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md by hand)")
+    b.set_defaults(handler=run_bench)
+    bsub = b.add_subparsers(dest="bench", required=True)
+    bi = bsub.add_parser("index", help="Ray Data extraction vs a sequential loop; graph build at scale")
+    bi.add_argument("--docs", type=int, default=48, help="documents for the LLM throughput comparison")
+    bi.add_argument("--sequential-docs", type=int, default=12, help="documents for the sequential baseline")
+    bi.add_argument(
+        "--graph-triples", type=int, default=1_000_000, help="synthetic triples for the graph build"
+    )
+    bi.add_argument("--json", action="store_true")
+    bi.add_argument("--workdir", type=Path, default=Path("runs/bench-index"))
+    add_config_args(bi)
+    be = bsub.add_parser("eval", help="retrieval-evaluation questions/s: Ray Data actor pool vs one process")
+    add_eval_bench_arguments(be)
+    bs = bsub.add_parser(
+        "serve", help="QA route QPS and p50/p95/p99: batching on/off, 1 vs 2 replicas, autoscaling"
+    )
+    add_serve_bench_arguments(bs)
+    bp = bsub.add_parser("plan", help="planner cost per question: paper-like calls vs hoprag's, same run")
+    add_plan_bench_arguments(bp)
+    add_config_args(bp)
+    bt = bsub.add_parser(
+        "train", help="GLM training throughput (1 vs 2 workers), retrieval latency, sampler scaling"
+    )
+    bt.add_argument(
+        "--index", type=Path, default=Path("runs/demo/index"), help="index with processed questions"
+    )
+    bt.add_argument(
+        "--steps", type=int, default=20, help="training steps per worker count (0 skips training)"
+    )
+    bt.add_argument("--questions", type=int, default=20, help="questions for the latency measurement")
+    bt.add_argument("--workdir", type=Path, default=Path("runs/bench-train"))
+    bt.add_argument("--json", action="store_true", help="one line of JSON")
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    module, function = BENCHMARKS[args.bench]
+    return getattr(importlib.import_module(module), function)(args)

@@ -1,0 +1,155 @@
+"""``hoprag eval run | report | retrieval``: batch evaluation, reports, the recall shortcut."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hoprag.cli.common import UserError, add_config_args
+
+if TYPE_CHECKING:
+    from evaluation.config import EvalConfig
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    ev = sub.add_parser("eval", help="batch evaluation: benchmarks × systems, metrics, reports")
+    evsub = ev.add_subparsers(dest="eval", required=True)
+    erun = evsub.add_parser(
+        "run", help="evaluate benchmarks × systems (Ray Data, resumable) and write the report"
+    )
+    erun.add_argument("--index", action="append", default=[], help="index dir or registry name (repeatable)")
+    erun.add_argument(
+        "--retriever", default=None, help="GLM retriever / run directory (adds glm and glm-rag)"
+    )
+    erun.add_argument("--out", type=Path, default=None, help="evaluation directory")
+    erun.add_argument("--limit", type=int, default=None, help="first N questions per benchmark")
+    add_config_args(erun)
+    erun.set_defaults(handler=run_eval_run)
+    erep = evsub.add_parser("report", help="rebuild summary.json, report.md and plots from stored results")
+    erep.add_argument("eval_dir", type=Path)
+    erep.set_defaults(handler=run_eval_report)
+    er = evsub.add_parser("retrieval", help="document recall@2/@5 of a retriever on an index's questions")
+    er.add_argument("--index", type=Path, required=True, help="index directory (with processed questions)")
+    er.add_argument("--retriever", default="dense", help="'dense' or a retriever / training run directory")
+    er.add_argument("--split", default="test", help="question split (train or test)")
+    er.add_argument(
+        "--by",
+        default=None,
+        metavar="FIELD",
+        help="also report per value of a question field (domain, type, hops)",
+    )
+    er.add_argument("--json", action="store_true", help="print one JSON object")
+    er.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="run it as `eval run` instead (Ray Data, resumable) and write summary.json and report.md here",
+    )
+    er.set_defaults(handler=run_eval_retrieval)
+
+
+def run_eval_run(args: argparse.Namespace) -> int:
+    from hoprag.config import load_config
+
+    overrides = list(args.overrides)
+    if args.index:
+        from evaluation.config import default_systems, resolve_benchmark
+
+        if args.out is None:
+            raise UserError("eval run: --index needs --out EVAL_DIR")
+        try:
+            benches = [resolve_benchmark(i).model_copy(update={"limit": args.limit}) for i in args.index]
+        except ValueError as exc:
+            raise UserError(str(exc)) from exc
+        names = [b.name for b in benches]
+        benches = [
+            b.model_copy(update={"name": f"{b.name}-{i}"}) if names.count(b.name) > 1 else b
+            for i, b in enumerate(benches)
+        ]
+        base = {
+            "benchmarks": [b.model_dump(mode="json") for b in benches],
+            "systems": [s.model_dump(mode="json") for s in default_systems(args.retriever)],
+            "out": str(args.out),
+        }
+        from evaluation.config import EvalConfig
+
+        config = load_config(EvalConfig, None, overrides, base=base)
+    elif args.config is not None:
+        from evaluation.config import EvalConfig
+
+        if args.out is not None:
+            overrides.append(f"out={args.out}")
+        config = load_config(EvalConfig, args.config, overrides)
+    else:
+        raise UserError("eval run: give --config FILE.yaml or --index INDEX_DIR ... --out EVAL_DIR")
+    return _run_eval_config(config)
+
+
+def run_eval_report(args: argparse.Namespace) -> int:
+    from evaluation.report import rebuild_report
+
+    try:
+        rebuild_report(args.eval_dir)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    print(f"report rebuilt: {args.eval_dir / 'report.md'}")
+    return 0
+
+
+def _run_eval_config(config: EvalConfig, as_json: bool = False) -> int:
+    from evaluation.runner import run_evaluation
+
+    try:
+        summary = run_evaluation(config, command="hoprag " + " ".join(sys.argv[1:]) if sys.argv[1:] else None)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    if as_json:
+        print(json.dumps({"results": summary["results"]}))
+        return 0
+    for r in summary["results"]:
+        shown = ", ".join(f"{k} {v:.3f}" for k, v in r["metrics"].items())
+        print(f"  {r['benchmark']:<16} {r['system']:<12} n={r['n']:<4} {shown}")
+    print(f"report: {config.out / 'report.md'}; summary: {config.out / 'summary.json'}")
+    return 0
+
+
+def run_eval_retrieval(args: argparse.Namespace) -> int:
+    from evaluation.retrieval import evaluate_retrieval
+    from hoprag.kg.index import KGIndex
+    from hoprag.kg.store import KGIndexError
+    from hoprag.retrieval.loading import RetrieverSpecError, load_retriever
+
+    if args.out is not None and args.by:
+        raise UserError(
+            "eval retrieval: --by is for the quick in-process form; with --out the report already "
+            "breaks recall down by hops, question type, supporting documents and entity distance"
+        )
+    if args.out is not None:  # the full machinery: Ray Data job, resumable results, report
+        from evaluation.config import EvalConfig, SystemSpec, resolve_benchmark
+
+        name = Path(args.retriever).name if args.retriever != "dense" else "dense"
+        try:
+            bench = resolve_benchmark(str(args.index)).model_copy(update={"split": args.split})
+            config = EvalConfig(
+                benchmarks=[bench],
+                systems=[SystemSpec(name=name, kind="retrieval", retriever=args.retriever)],
+                out=args.out,
+            )
+        except ValueError as exc:
+            raise UserError(f"eval retrieval: {exc}") from exc
+        return _run_eval_config(config, as_json=args.json)
+    try:
+        index = KGIndex(args.index)
+        result = evaluate_retrieval(
+            index, load_retriever(args.retriever, index), split=args.split, group_by=args.by
+        )
+    except (KGIndexError, RetrieverSpecError, ValueError) as exc:
+        raise UserError(str(exc)) from exc
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print("  ".join(f"{k}={v}" for k, v in result.items()))
+    return 0

@@ -1,0 +1,81 @@
+"""``hoprag index``: build, resume, extend or shrink a KG index; ``hoprag index stats DIR``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from hoprag.cli.common import UserError, add_config_args
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "index",
+        help="build, resume, extend or shrink a KG index (`hoprag index stats DIR` prints statistics)",
+        description="Corpus → LLM OpenIE (Ray Data) → KG index. Re-running resumes from the extraction "
+        "cache; --add adds documents; --delete removes them.",
+    )
+    p.add_argument(
+        "--corpus", type=Path, help="GFM-RAG raw dir (DIR/raw/dataset_corpus.json), .json, .jsonl or .parquet"
+    )
+    p.add_argument("--out", type=Path, required=True, help="index directory (created or updated)")
+    p.add_argument("--add", action="store_true", help="add the corpus's documents to the existing index")
+    p.add_argument(
+        "--delete", action="append", default=[], metavar="TITLE", help="remove a document (repeatable)"
+    )
+    p.add_argument("--delete-file", type=Path, help="file with one document title per line to remove")
+    p.add_argument("--json", action="store_true", help="print the build summary as one JSON object")
+    add_config_args(p)
+    p.set_defaults(handler=run_index)
+
+    s = sub.add_parser(
+        "index-stats", help="KG statistics of an index (also spelled `hoprag index stats DIR`)"
+    )
+    s.add_argument("index_dir", type=Path)
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.add_argument("--verify", action="store_true", help="also verify snapshot checksums")
+    s.set_defaults(handler=run_index_stats)
+
+
+def run_index(args: argparse.Namespace) -> int:
+    from hoprag.config import load_config
+    from hoprag.kg.store import KGIndexError
+    from indexing.config import IndexConfig
+    from indexing.corpus import CorpusError, read_corpus
+    from indexing.pipeline import build_index
+
+    config = load_config(IndexConfig, args.config, args.overrides)
+    deletions = list(args.delete)
+    if args.delete_file:
+        deletions += [
+            line.strip() for line in args.delete_file.read_text(encoding="utf-8").splitlines() if line.strip()
+        ]
+    if args.corpus is None and not deletions:
+        raise UserError("index: give --corpus (to build or --add) and/or --delete TITLE")
+    if args.add and args.corpus is None:
+        raise UserError("index --add needs --corpus with the documents to add")
+    try:
+        corpus = read_corpus(args.corpus) if args.corpus else None
+        summary = build_index(args.out, config, corpus=corpus, add=args.add, delete_titles=deletions)
+    except (CorpusError, KGIndexError) as exc:
+        raise UserError(str(exc)) from exc
+    if args.json:
+        print(json.dumps(summary.to_dict(), default=str))
+    else:
+        print(summary.render())
+        print(f"index written to {args.out}")
+    return 0
+
+
+def run_index_stats(args: argparse.Namespace) -> int:
+    from hoprag.kg.index import KGIndex
+    from hoprag.kg.stats import index_stats, render_stats
+    from hoprag.kg.store import KGIndexError
+
+    try:
+        stats = index_stats(KGIndex(args.index_dir, verify=args.verify))
+    except KGIndexError as exc:
+        raise UserError(str(exc)) from exc
+    print(json.dumps(stats) if args.json else render_stats(stats))
+    return 0

@@ -1,0 +1,48 @@
+"""``hoprag train``: the GLM retriever with Ray Train + DeepSpeed; exports RUN_DIR/retriever."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from hoprag.cli.common import UserError, add_config_args
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    t = sub.add_parser(
+        "train", help="train the GLM retriever with Ray Train + DeepSpeed; exports RUN_DIR/retriever"
+    )
+    t.add_argument("--index", type=Path, required=True, help="index directory with processed questions")
+    t.add_argument(
+        "--out", type=Path, required=True, help="run directory (re-running the same command resumes)"
+    )
+    t.add_argument("--max-steps", type=int, default=None, help="stop after N optimizer steps (quick runs)")
+    t.add_argument("--workers", type=int, default=None, help="Ray Train workers (overrides run.num_workers)")
+    t.add_argument("--ray-address", default=None, help="existing Ray cluster (default: start a local one)")
+    add_config_args(t)
+    t.set_defaults(handler=run_train)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from hoprag.config import load_config
+    from hoprag.kg.index import KGIndex
+    from hoprag.kg.store import KGIndexError
+    from hoprag.ray_runtime import RayConfig
+    from training.config import TrainConfig
+    from training.trainer import run_training
+
+    overrides = list(args.overrides)
+    if args.max_steps is not None:
+        overrides.append(f"max_steps={args.max_steps}")
+    if args.workers is not None:
+        overrides.append(f"run.num_workers={args.workers}")
+    config = load_config(TrainConfig, args.config, overrides)
+    try:
+        KGIndex(args.index)
+    except KGIndexError as exc:
+        raise UserError(str(exc)) from exc
+    metrics = run_training(args.index, args.out, config, RayConfig(address=args.ray_address))
+    print(json.dumps({k: v for k, v in metrics.items() if isinstance(v, int | float | str)}))
+    print(f"retriever exported to {args.out / 'retriever'}")
+    return 0
