@@ -19,7 +19,7 @@ from pathlib import Path
 def run_eval_benchmark(args: argparse.Namespace) -> int:
     from evaluation.config import BenchmarkSpec, EvalConfig, SystemSpec
     from evaluation.questions import load_questions
-    from evaluation.runner import _evaluate_pair
+    from evaluation.runner import evaluate_pair
     from evaluation.worker import EvalWorker
     from hoprag.machine import machine_description
     from hoprag.ray_runtime import init_ray
@@ -49,7 +49,7 @@ def run_eval_benchmark(args: argparse.Namespace) -> int:
                 cpus_per_actor=args.cpus_per_actor,
             )
             t1 = time.perf_counter()
-            counts = _evaluate_pair(config, bench, system, rows)
+            counts = evaluate_pair(config, bench, system, rows)
             results[f"actor pool ({actors})"] = {
                 "questions": counts["computed"],
                 "wall_s": round(time.perf_counter() - t1, 2),

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from evaluation.runner import error_counts, read_results
+from evaluation.results import error_counts, read_pair_results
 from evaluation.stats import bootstrap_ci, holm_bonferroni, paired_bootstrap, paired_t_test
 
 METRIC_ORDER = [
@@ -55,10 +55,7 @@ def summarize(out: Path, meta: dict[str, Any], resamples: int = 1000, seed: int 
     results = []
     comparisons = []
     for bench in meta["benchmarks"]:
-        per_system = {
-            s["name"]: read_results(Path(out) / "results" / bench / f"{s['name']}.jsonl")
-            for s in meta["systems"]
-        }
+        per_system = {s["name"]: read_pair_results(out, bench, s["name"]) for s in meta["systems"]}
         for name, records in per_system.items():
             rows = [records[q] for q in sorted(records)]  # a fixed order: resampling is reproducible
             ok = [r for r in rows if not r.get("error")]
@@ -133,7 +130,7 @@ def _analysis(out: Path, meta: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for bench in meta["benchmarks"]:
         for s in meta["systems"]:
-            records = read_results(Path(out) / "results" / bench / f"{s['name']}.jsonl").values()
+            records = read_pair_results(out, bench, s["name"]).values()
             sims = [
                 r["analysis"]["retrieved_similarity"]
                 for r in records
@@ -162,7 +159,7 @@ def _breakdowns(out: Path, meta: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for bench in meta["benchmarks"]:
         for s in meta["systems"]:
-            records = list(read_results(Path(out) / "results" / bench / f"{s['name']}.jsonl").values())
+            records = list(read_pair_results(out, bench, s["name"]).values())
             for key in BREAKDOWN_KEYS:
                 for metric in BREAKDOWN_METRICS:
                     series = _breakdown(records, key, metric)
@@ -230,7 +227,7 @@ def _plots(out: Path, summary: dict[str, Any], meta: dict[str, Any]) -> list[str
         drew = False
         for ax, bench in zip(axes[0], benches, strict=True):
             for s in systems:
-                records = list(read_results(out / "results" / bench / f"{s}.jsonl").values())
+                records = list(read_pair_results(out, bench, s).values())
                 series = _breakdown(records, key, "recall@5")
                 numeric = {int(k): v for k, v in series.items() if k.isdigit()}  # hops / document counts
                 if numeric:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evaluation.questions import select_questions
-from evaluation.runner import error_counts
+from evaluation.results import error_counts
 from evaluation.worker import EvalWorker
 from hoprag.embedding import Embedder
 from hoprag.kg.index import KGIndex

@@ -10,52 +10,24 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from evaluation.config import BenchmarkSpec, EvalConfig, SystemSpec
 from evaluation.questions import InputReport, load_questions
+from evaluation.results import appending, read_results, results_path, reusable_results
 
 
-def results_path(out: Path, bench: str, system: str) -> Path:
-    return Path(out) / "results" / bench / f"{system}.jsonl"
-
-
-def read_results(path: Path) -> dict[str, dict[str, Any]]:
-    """Finished results by question id; a torn last line (killed mid-write) is ignored."""
-    done: dict[str, dict[str, Any]] = {}
-    if not path.is_file():
-        return done
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        done[record["id"]] = record
-    return done
-
-
-def reusable_results(
-    done: dict[str, dict[str, Any]], config: EvalConfig, system: SystemSpec
-) -> dict[str, dict[str, Any]]:
-    """The stored results a re-run keeps: for QA systems only those judged with today's judge
-    prompts (a changed prompt, or a judge switched on or off since, means judging again)."""
-    if system.kind != "qa":
-        return done
-    versions = config.judge.prompt_versions()
-    return {q: r for q, r in done.items() if r.get("judge_prompts", {}) == versions}
-
-
-def _evaluate_pair(
+def evaluate_pair(
     config: EvalConfig, bench: BenchmarkSpec, system: SystemSpec, rows: list[dict[str, Any]]
 ) -> dict[str, int]:
     import ray.data
 
     from evaluation.worker import EvalWorker
 
+    """Compute the results of ``rows`` not yet stored for (``bench``, ``system``), on an actor pool;
+    returns how many were computed and how many stored ones were reused."""
     path = results_path(config.out, bench.name, system.name)
-    path.parent.mkdir(parents=True, exist_ok=True)
     done = reusable_results(read_results(path), config, system)
     todo = [r for r in rows if r["id"] not in done]
     if not todo:
@@ -78,10 +50,7 @@ def _evaluate_pair(
         num_cpus=config.cpus_per_actor,
     )
     computed = 0
-    if path.is_file() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
-        with path.open("a", encoding="utf-8") as fh:  # a run killed mid-line: end the torn line
-            fh.write("\n")
-    with path.open("a", encoding="utf-8") as fh:
+    with appending(path) as fh:
         for item in results.iter_rows():
             record = json.loads(item["result"])
             row = by_id[record["id"]]
@@ -113,7 +82,7 @@ def run_evaluation(config: EvalConfig, progress: bool = True, command: str | Non
         inputs[bench.name] = report
         for system in config.systems:
             t0 = time.perf_counter()
-            counts = _evaluate_pair(config, bench, system, rows)
+            counts = evaluate_pair(config, bench, system, rows)
             runs.append(
                 {
                     "benchmark": bench.name,
@@ -142,7 +111,3 @@ def run_evaluation(config: EvalConfig, progress: bool = True, command: str | Non
     }
     (Path(config.out) / "eval_config.json").write_text(config.model_dump_json(indent=1))
     return write_report(Path(config.out), meta)
-
-
-def error_counts(records: list[dict[str, Any]]) -> dict[str, int]:
-    return dict(Counter(r["error"].split(":")[0] for r in records if r.get("error")))

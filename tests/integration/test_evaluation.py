@@ -9,7 +9,8 @@ import pytest
 
 from evaluation.config import EvalConfig
 from evaluation.report import rebuild_report
-from evaluation.runner import read_results, results_path, run_evaluation
+from evaluation.results import read_results, results_path
+from evaluation.runner import run_evaluation
 from hoprag.ray_runtime import RayConfig
 from tests.support.film_kg import write_film_index, write_tiny_glm
 

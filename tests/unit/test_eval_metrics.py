@@ -200,7 +200,7 @@ def test_chat_judges_get_the_examples_as_turns() -> None:
 
 def test_a_resumed_run_rejudges_results_from_other_judge_prompts() -> None:
     from evaluation.config import EvalConfig, SystemSpec
-    from evaluation.runner import reusable_results
+    from evaluation.results import reusable_results
 
     def config(**judge) -> EvalConfig:
         return EvalConfig.model_validate(
