@@ -12,9 +12,9 @@ cannot lose the rest of the batch.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypedDict, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 PromptStyle = Literal["completion", "chat"]
 
@@ -100,6 +100,22 @@ class LLM(Protocol):
     def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
         """Complete every prompt; the result has one entry per prompt, in order."""
         ...
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One LLM backend, declared once in its own module and collected by :mod:`hoprag.llm.factory`.
+
+    ``model_id`` is the single function from the backend's config section to its model id: the
+    backend's ``model_id`` property returns it, and extraction-cache keys use it before any model
+    is loaded, so the two can never disagree.
+    """
+
+    name: str  # the ``backend`` value that selects it (and its config section's name)
+    config_type: type[Any]  # the pydantic model of its config section
+    constructor: Callable[[Any], LLM]  # config section -> LLM; heavy engines import inside
+    model_id: Callable[[Any], str]
+    needs: str  # what its config section must give (for the error when the section is missing)
 
 
 def truncate_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from hoprag.llm.base import (
+    BackendSpec,
     Completion,
     GenerationParams,
     Prompt,
@@ -61,6 +62,11 @@ class EmbeddedLLMConfig(BaseModel):
         description="Longer prompts are cut from the left (the few-shot head stays intact "
         "only if the caller keeps documents short; the indexer truncates documents itself).",
     )
+
+
+def embedded_model_id(config: EmbeddedLLMConfig) -> str:
+    """``embedded:<model>@<dtype>``; part of every extraction-cache key."""
+    return f"embedded:{config.model_path or EMBEDDED_MODEL_NAME}@{config.dtype}"
 
 
 def _torch_dtype(name: str) -> torch.dtype:
@@ -163,7 +169,7 @@ class EmbeddedLLM:
 
     @property
     def model_id(self) -> str:
-        return f"embedded:{self._name}@{self.config.dtype}"
+        return embedded_model_id(self.config)
 
     @property
     def prompt_style(self) -> PromptStyle:
@@ -271,3 +277,12 @@ def _eos_ids(model: object, tokenizer: object) -> set[int]:
     if isinstance(pad, int):
         ids.add(pad)
     return ids
+
+
+BACKEND = BackendSpec(
+    name="embedded",
+    config_type=EmbeddedLLMConfig,
+    constructor=EmbeddedLLM,
+    model_id=embedded_model_id,
+    needs="optional: model_path, dtype, ...",
+)

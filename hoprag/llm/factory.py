@@ -1,16 +1,27 @@
-"""Build the configured LLM backend (embedded, OpenAI-compatible endpoint or vLLM)."""
+"""Build the configured LLM backend from the one registry of backends.
+
+Each backend module declares a :class:`~hoprag.llm.base.BackendSpec` (name, config type,
+constructor, model-id function) once; the config validation, :func:`build_llm` and
+:func:`expected_model_id` (the extraction-cache key) all read it from :data:`BACKENDS`.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from hoprag.data.synthetic.reference_llm import ReferenceLLMConfig, reference_model_id
-from hoprag.llm.base import LLM
+from hoprag.llm import embedded, openai_compat, reference, vllm_backend
+from hoprag.llm.base import LLM, BackendSpec
 from hoprag.llm.embedded import EmbeddedLLMConfig
 from hoprag.llm.openai_compat import OpenAICompatibleConfig
+from hoprag.llm.reference import ReferenceLLMConfig
 from hoprag.llm.vllm_backend import VLLMConfig
+
+BACKENDS: dict[str, BackendSpec] = {
+    spec.name: spec
+    for spec in (embedded.BACKEND, openai_compat.BACKEND, vllm_backend.BACKEND, reference.BACKEND)
+}
 
 
 class LLMBackendConfig(BaseModel):
@@ -29,35 +40,19 @@ class LLMBackendConfig(BaseModel):
 
     @model_validator(mode="after")
     def _section_present(self) -> LLMBackendConfig:
-        if self.backend == "openai" and self.openai is None:
-            raise ValueError("backend=openai needs an 'openai' section (base_url, model, ...)")
-        if self.backend == "vllm" and self.vllm is None:
-            raise ValueError("backend=vllm needs a 'vllm' section (model, ...)")
-        if self.backend == "reference" and self.reference is None:
-            raise ValueError("backend=reference needs a 'reference' section (world: PATH/raw/world.json)")
+        if self.section() is None:
+            spec = BACKENDS[self.backend]
+            raise ValueError(f"backend={spec.name} needs a '{spec.name}' section ({spec.needs})")
         return self
+
+    def section(self) -> Any:
+        """The config section of the selected backend."""
+        return getattr(self, self.backend)
 
 
 def build_llm(config: LLMBackendConfig) -> LLM:
     """Instantiate the backend; heavy imports happen here, not at module import."""
-    if config.backend == "openai":
-        from hoprag.llm.openai_compat import OpenAICompatibleLLM
-
-        assert config.openai is not None
-        return OpenAICompatibleLLM(config.openai)
-    if config.backend == "vllm":
-        from hoprag.llm.vllm_backend import VLLMEngineLLM
-
-        assert config.vllm is not None
-        return VLLMEngineLLM(config.vllm)
-    if config.backend == "reference":
-        from hoprag.data.synthetic.reference_llm import ReferenceExtractorLLM
-
-        assert config.reference is not None
-        return ReferenceExtractorLLM(config.reference)
-    from hoprag.llm.embedded import EmbeddedLLM
-
-    return EmbeddedLLM(config.embedded)
+    return BACKENDS[config.backend].constructor(config.section())
 
 
 def expected_model_id(config: LLMBackendConfig) -> str:
@@ -65,15 +60,4 @@ def expected_model_id(config: LLMBackendConfig) -> str:
 
     Extraction-cache keys need it before any model is loaded (to decide what to skip).
     """
-    if config.backend == "openai":
-        assert config.openai is not None
-        return f"openai-compat:{config.openai.model}"
-    if config.backend == "vllm":
-        assert config.vllm is not None
-        return f"vllm:{config.vllm.model}"
-    if config.backend == "reference":
-        assert config.reference is not None
-        return reference_model_id(config.reference.world)
-    from hoprag.llm.embedded import EMBEDDED_MODEL_NAME
-
-    return f"embedded:{config.embedded.model_path or EMBEDDED_MODEL_NAME}@{config.embedded.dtype}"
+    return BACKENDS[config.backend].model_id(config.section())

@@ -28,6 +28,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hoprag.llm.base import (
+    BackendSpec,
     ChatMessage,
     Completion,
     GenerationParams,
@@ -112,6 +113,11 @@ class OpenAICompatibleConfig(BaseModel):
         return v
 
 
+def openai_model_id(config: OpenAICompatibleConfig) -> str:
+    """``openai-compat:<model>``; part of every extraction-cache key."""
+    return f"openai-compat:{config.model}"
+
+
 @dataclass
 class _Attempt:
     """Outcome of one HTTP attempt: a completion, or a failure reason and whether to retry it."""
@@ -171,8 +177,7 @@ class OpenAICompatibleLLM:
 
     @property
     def model_id(self) -> str:
-        """``openai-compat:<model>``; part of every extraction-cache key."""
-        return f"openai-compat:{self.config.model}"
+        return openai_model_id(self.config)
 
     @property
     def prompt_style(self) -> PromptStyle:
@@ -393,3 +398,12 @@ def _parse_retry_after(value: str | None) -> float | None:
 def _short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= _BODY_SNIPPET_CHARS else text[:_BODY_SNIPPET_CHARS] + "..."
+
+
+BACKEND = BackendSpec(
+    name="openai",
+    config_type=OpenAICompatibleConfig,
+    constructor=OpenAICompatibleLLM,
+    model_id=openai_model_id,
+    needs="base_url, model, ...",
+)

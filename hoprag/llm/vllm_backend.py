@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from hoprag.deps import VLLM_EXTRA_HINT, MissingExtraError, require_vllm
 from hoprag.extraction.prompts import PromptSpec, openie_prompt
 from hoprag.llm.base import (
+    BackendSpec,
     ChatMessage,
     Completion,
     GenerationParams,
@@ -197,6 +198,11 @@ class VLLMConfig(BaseModel):
 # -- pure conversions ---------------------------------------------------------------------------
 
 
+def vllm_model_id(config: VLLMConfig) -> str:
+    """``vllm:<model>``; part of every extraction-cache key."""
+    return f"vllm:{config.model}"
+
+
 def to_sampling_params(params: GenerationParams) -> dict[str, Any]:
     """Keyword arguments of ``vllm.SamplingParams`` for ``params``.
 
@@ -312,8 +318,7 @@ class VLLMEngineLLM:
 
     @property
     def model_id(self) -> str:
-        """``vllm:<model>``; part of every extraction-cache key."""
-        return f"vllm:{self.config.model}"
+        return vllm_model_id(self.config)
 
     @property
     def prompt_style(self) -> PromptStyle:
@@ -568,3 +573,12 @@ def build_openie_processor(
         return processor(documents).map(openie_finalize_row)
 
     return run
+
+
+BACKEND = BackendSpec(
+    name="vllm",
+    config_type=VLLMConfig,
+    constructor=VLLMEngineLLM,
+    model_id=vllm_model_id,
+    needs="model, ...",
+)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from hoprag.data.synthetic.reference_llm import ReferenceExtractorLLM, ReferenceLLMConfig
 from hoprag.extraction.parsing import parse_openie_output
 from hoprag.extraction.prompts import ner_prompt, openie_prompt
 from hoprag.llm.factory import LLMBackendConfig, build_llm, expected_model_id
+from hoprag.llm.reference import ReferenceExtractorLLM, ReferenceLLMConfig
 
 
 def _world(tmp_path: Path) -> Path:

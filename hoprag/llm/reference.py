@@ -26,7 +26,14 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from hoprag.extraction.prompts import last_block
-from hoprag.llm.base import Completion, GenerationParams, Prompt, PromptStyle, truncate_at_stop
+from hoprag.llm.base import (
+    BackendSpec,
+    Completion,
+    GenerationParams,
+    Prompt,
+    PromptStyle,
+    truncate_at_stop,
+)
 
 
 class ReferenceLLMConfig(BaseModel):
@@ -38,9 +45,9 @@ class ReferenceLLMConfig(BaseModel):
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-def reference_model_id(world: Path) -> str:
+def reference_model_id(config: ReferenceLLMConfig) -> str:
     """The backend's ``model_id`` (part of extraction-cache keys): benchmark folder and file name."""
-    world = Path(world)
+    world = Path(config.world)
     return f"reference:{world.parent.parent.name}/{world.name}"
 
 
@@ -67,6 +74,7 @@ class ReferenceExtractorLLM:
             raise FileNotFoundError(f"{path}: no world.json (generate the benchmark with `hoprag generate`)")
         world = json.loads(path.read_text(encoding="utf-8"))
         self._path = path
+        self._config = config
         self._names: list[str] = [e["name"] for e in world["entities"]]
         self._facts_by_subject: dict[str, list[tuple[str, str, str]]] = {}
         for s, r, o in world["facts"]:
@@ -83,7 +91,7 @@ class ReferenceExtractorLLM:
 
     @property
     def model_id(self) -> str:
-        return reference_model_id(self._path)
+        return reference_model_id(self._config)
 
     @property
     def prompt_style(self) -> PromptStyle:
@@ -124,3 +132,12 @@ class ReferenceExtractorLLM:
                 Completion(text=text, prompt_tokens=len(p.split()), completion_tokens=len(text.split()))
             )
         return out
+
+
+BACKEND = BackendSpec(
+    name="reference",
+    config_type=ReferenceLLMConfig,
+    constructor=ReferenceExtractorLLM,
+    model_id=reference_model_id,
+    needs="world: PATH/raw/world.json",
+)
