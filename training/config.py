@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from hoprag.glm.backbone import BackboneConfig
-from hoprag.glm.retriever import GLMSettings
+from hoprag.glm.settings import GLMSettings
 
 
 class OptimConfig(BaseModel):

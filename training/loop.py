@@ -57,144 +57,191 @@ def split_questions(
 
 
 def train_loop_per_worker(params: dict[str, Any]) -> None:
-    """Entry point of each Ray Train worker (``params``: config dict, index path, run dir)."""
-    import deepspeed
-    import ray.train
-    import torch
+    """Entry point of each Ray Train worker (``params``: config dict, index path, run dir):
+    set up, resume from the last checkpoint, train epoch by epoch (validating and checkpointing
+    after each), export the retriever."""
+    session = WorkerSession.setup(params)
+    session.resume()
+    while session.has_work():
+        session.train_epoch()
+        session.end_epoch()
+    session.export()
 
-    from hoprag.embedding import SentenceTransformerEmbedder
-    from hoprag.glm.backbone import build_backbone, load_tokenizer
-    from hoprag.glm.data import build_example, collate
-    from hoprag.glm.encoder import GraphT5Encoder
-    from hoprag.glm.losses import retrieval_loss
-    from hoprag.glm.model import GLMRetrieverModel
-    from hoprag.kg.index import KGIndex
 
-    config = TrainConfig.model_validate(params["config"])
-    ctx = ray.train.get_context()
-    rank, world = ctx.get_world_rank(), ctx.get_world_size()
-    torch.manual_seed(config.seed)
-    if not config.run.use_gpu:
-        torch.set_num_threads(max(1, int(config.run.cpus_per_worker)))
+class WorkerSession:
+    """One Ray Train worker's training run, in named phases; ``state`` is what a checkpoint resumes."""
 
-    index = KGIndex(params["index"])
-    if index.questions is None:
-        raise ValueError(f"{index.path} has no processed questions to train on")
-    train_rows, val_rows = split_questions(index.questions.to_pylist(), config)
-    if not train_rows:
-        raise ValueError(
-            f"{index.path}: no '{config.train_split}' questions with linked entities and gold documents"
+    def __init__(self, params: dict[str, Any], config: TrainConfig, rank: int, world: int) -> None:
+        self.params = params
+        self.config = config
+        self.rank, self.world = rank, world
+        self.state = {"epoch": 0, "batch": 0, "step": 0}
+        self.metrics: dict[str, Any] = {}
+        self.started = time.perf_counter()
+        self.tokens_seen = 0
+        self.steps_this_session = 0
+
+    @classmethod
+    def setup(cls, params: dict[str, Any]) -> WorkerSession:
+        """Load the index and questions (this worker's shard), the tokenizer, the question embedder,
+        the model and its DeepSpeed engine."""
+        import deepspeed
+        import ray.train
+        import torch
+
+        from hoprag.embedding import SentenceTransformerEmbedder
+        from hoprag.glm.backbone import build_backbone, load_tokenizer
+        from hoprag.glm.encoder import GraphT5Encoder
+        from hoprag.glm.model import GLMRetrieverModel
+        from hoprag.kg.index import KGIndex
+
+        config = TrainConfig.model_validate(params["config"])
+        ctx = ray.train.get_context()
+        self = cls(params, config, ctx.get_world_rank(), ctx.get_world_size())
+        torch.manual_seed(config.seed)
+        if not config.run.use_gpu:
+            torch.set_num_threads(max(1, int(config.run.cpus_per_worker)))
+
+        self.index = KGIndex(params["index"])
+        if self.index.questions is None:
+            raise ValueError(f"{self.index.path} has no processed questions to train on")
+        train_rows, self.val_rows = split_questions(self.index.questions.to_pylist(), config)
+        if not train_rows:
+            raise ValueError(
+                f"{self.index.path}: no '{config.train_split}' questions with linked entities and gold documents"
+            )
+        self.shard = train_rows[self.rank :: self.world]
+        self.tokenizer = load_tokenizer(config.backbone)
+        self.embedder = SentenceTransformerEmbedder(config.glm.question_embedder)
+        self.shard_vectors = self.embedder.encode([r["question"] for r in self.shard])
+
+        model = GLMRetrieverModel(
+            GraphT5Encoder(build_backbone(config.backbone), config.glm.global_graph, config.glm.with_text),
+            self.embedder.dim,
         )
-    shard = train_rows[rank::world]
-    tokenizer = load_tokenizer(config.backbone)
-    embedder = SentenceTransformerEmbedder(config.glm.question_embedder)
-    shard_vectors = embedder.encode([r["question"] for r in shard])
+        optimizer = torch.optim.AdamW(
+            model.parameter_groups(config.optim.head_lr, config.optim.backbone_lr),
+            weight_decay=config.optim.weight_decay,
+        )
+        self.engine, _, _, _ = deepspeed.initialize(
+            model=model, optimizer=optimizer, config=deepspeed_config(config)
+        )
+        bcfg = model.encoder.backbone.config
+        self.buckets = (bcfg.relative_attention_num_buckets, bcfg.relative_attention_max_distance)
+        # Every worker must take the same number of steps (collectives): the smallest shard (the last
+        # rank's) decides, so every batch index below is within every worker's shard.
+        self.micro = config.deepspeed.micro_batch_size
+        self.batches_per_epoch = math.ceil(len(train_rows[self.world - 1 :: self.world]) / self.micro)
+        self.total_steps = config.max_steps or config.epochs * self.batches_per_epoch
+        return self
 
-    model = GLMRetrieverModel(
-        GraphT5Encoder(build_backbone(config.backbone), config.glm.global_graph, config.glm.with_text),
-        embedder.dim,
-    )
-    optimizer = torch.optim.AdamW(
-        model.parameter_groups(config.optim.head_lr, config.optim.backbone_lr),
-        weight_decay=config.optim.weight_decay,
-    )
-    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=optimizer, config=deepspeed_config(config))
-    device = engine.device
-    bcfg = model.encoder.backbone.config
-    buckets = (bcfg.relative_attention_num_buckets, bcfg.relative_attention_max_distance)
+    def resume(self) -> None:
+        """Continue from Ray Train's latest checkpoint, if any: engine state, step, epoch, batch."""
+        import ray.train
 
-    state = {"epoch": 0, "batch": 0, "step": 0}
-    checkpoint = ray.train.get_checkpoint()
-    if checkpoint is not None:
-        with checkpoint.as_directory() as directory:
-            engine.load_checkpoint(directory, tag=DS_TAG)
-            state = json.loads((Path(directory) / STATE_FILE).read_text())
+        checkpoint = ray.train.get_checkpoint()
+        if checkpoint is not None:
+            with checkpoint.as_directory() as directory:
+                self.engine.load_checkpoint(directory, tag=DS_TAG)
+                self.state = json.loads((Path(directory) / STATE_FILE).read_text())
 
-    micro = config.deepspeed.micro_batch_size
-    # Every worker must take the same number of steps (collectives): the smallest shard (the last
-    # rank's) decides, so every batch index below is within every worker's shard.
-    batches_per_epoch = math.ceil(len(train_rows[world - 1 :: world]) / micro)
-    total_steps = config.max_steps or config.epochs * batches_per_epoch
-    metrics: dict[str, Any] = {}
+    def has_work(self) -> bool:
+        return self.state["epoch"] < self.config.epochs and self.state["step"] < self.total_steps
 
-    def report(with_checkpoint: bool, extra: dict[str, Any]) -> None:
-        payload = {**metrics, **extra, "step": state["step"], "epoch": state["epoch"]}
-        if not with_checkpoint:
-            ray.train.report(payload)
-            return
+    def train_epoch(self) -> None:
+        """The rest of the current epoch (or up to the step budget), checkpointing every
+        ``run.checkpoint_every`` steps except the last."""
+        order = np.random.default_rng(self.config.seed + self.state["epoch"]).permutation(len(self.shard))
+        self.engine.train()
+        while self.state["batch"] < self.batches_per_epoch and self.state["step"] < self.total_steps:
+            batch_index = self.state["batch"]
+            self.train_step(order[batch_index * self.micro : (batch_index + 1) * self.micro])
+            last = self.state["step"] >= self.total_steps
+            if self.state["step"] % self.config.run.checkpoint_every == 0 and not last:
+                self.checkpoint()
+
+    def train_step(self, shard_positions: Any) -> None:
+        """One optimizer step on the questions at ``shard_positions`` of this worker's shard."""
+        from hoprag.glm.data import build_example, collate
+        from hoprag.glm.losses import retrieval_loss
+
+        config = self.config
+        examples = [
+            build_example(
+                self.index,
+                self.shard[i]["question"],
+                self.shard[i]["question_entities"],
+                self.shard_vectors[i],
+                self.tokenizer,
+                config.glm.sampler,
+                supporting_entities=self.shard[i]["supporting_entities"],
+            )
+            for i in shard_positions
+        ]
+        batch = collate(examples, self.tokenizer.pad_token_id, *self.buckets, config.glm.global_graph)
+        batch = batch.to(self.engine.device)
+        logits = self.engine(batch)
+        loss = retrieval_loss(
+            logits.float(),
+            batch.labels,
+            batch.entity_mask,
+            config.optim.bce_weight,
+            config.optim.list_ce_weight,
+        )
+        self.engine.backward(loss)
+        self.engine.step()
+        self.tokens_seen += int(batch.input_ids.numel())
+        self.state["batch"] += 1
+        self.state["step"] += 1
+        self.steps_this_session += 1
+        elapsed = time.perf_counter() - self.started
+        self.metrics = {
+            "loss": float(loss.detach()),
+            "subgraphs_per_s": self.steps_this_session * self.micro * self.world / elapsed,
+            "tokens_per_s": self.tokens_seen * self.world / elapsed,
+        }
+
+    def end_epoch(self) -> None:
+        """Close a finished epoch, validate (rank 0) and checkpoint with the validation metrics."""
+        if self.state["batch"] >= self.batches_per_epoch:
+            self.state["epoch"] += 1
+            self.state["batch"] = 0
+        self.checkpoint(self.validate() if self.rank == 0 and self.val_rows else {})
+
+    def validate(self) -> dict[str, float]:
+        """Recall@2/5 of the current model on the held-out questions."""
+        return _validate(
+            self.engine.module, self.index, self.tokenizer, self.embedder, self.val_rows, self.config
+        )
+
+    def checkpoint(self, extra: dict[str, Any] | None = None) -> None:
+        """Report metrics to Ray Train with every worker's DeepSpeed shard as one checkpoint."""
+        import ray.train
+
+        payload = {**self.metrics, **(extra or {}), "step": self.state["step"], "epoch": self.state["epoch"]}
         with tempfile.TemporaryDirectory() as tmp:
-            engine.save_checkpoint(tmp, tag=DS_TAG)
-            if rank == 0:
-                (Path(tmp) / STATE_FILE).write_text(json.dumps(state))
+            self.engine.save_checkpoint(tmp, tag=DS_TAG)
+            if self.rank == 0:
+                (Path(tmp) / STATE_FILE).write_text(json.dumps(self.state))
             ray.train.report(payload, checkpoint=ray.train.Checkpoint.from_directory(tmp))
 
-    started = time.perf_counter()
-    tokens_seen = 0
-    steps_this_session = 0
-    while state["epoch"] < config.epochs and state["step"] < total_steps:
-        order = np.random.default_rng(config.seed + state["epoch"]).permutation(len(shard))
-        engine.train()
-        while state["batch"] < batches_per_epoch and state["step"] < total_steps:
-            idx = order[state["batch"] * micro : (state["batch"] + 1) * micro]
-            examples = [
-                build_example(
-                    index,
-                    shard[i]["question"],
-                    shard[i]["question_entities"],
-                    shard_vectors[i],
-                    tokenizer,
-                    config.glm.sampler,
-                    supporting_entities=shard[i]["supporting_entities"],
-                )
-                for i in idx
-            ]
-            batch = collate(examples, tokenizer.pad_token_id, *buckets, config.glm.global_graph).to(device)
-            logits = engine(batch)
-            loss = retrieval_loss(
-                logits.float(),
-                batch.labels,
-                batch.entity_mask,
-                config.optim.bce_weight,
-                config.optim.list_ce_weight,
-            )
-            engine.backward(loss)
-            engine.step()
-            tokens_seen += int(batch.input_ids.numel())
-            state["batch"] += 1
-            state["step"] += 1
-            steps_this_session += 1
-            elapsed = time.perf_counter() - started
-            metrics = {
-                "loss": float(loss.detach()),
-                "subgraphs_per_s": steps_this_session * micro * world / elapsed,
-                "tokens_per_s": tokens_seen * world / elapsed,
-            }
-            last = state["step"] >= total_steps
-            if state["step"] % config.run.checkpoint_every == 0 and not last:
-                report(True, {})
-        epoch_done = state["batch"] >= batches_per_epoch
-        if epoch_done:
-            state["epoch"] += 1
-            state["batch"] = 0
-        val = (
-            _validate(engine.module, index, tokenizer, embedder, val_rows, config)
-            if rank == 0 and val_rows
-            else {}
-        )
-        report(True, val)
-    if rank == 0:
-        from hoprag.glm.retriever import save_retriever
+    def export(self) -> None:
+        """Rank 0 writes the servable retriever directory (RUN_DIR/retriever)."""
+        if self.rank == 0:
+            from hoprag.glm.retriever import save_retriever
 
-        save_retriever(Path(params["out"]) / "retriever", engine.module, tokenizer, config.glm)
+            save_retriever(
+                Path(self.params["out"]) / "retriever", self.engine.module, self.tokenizer, self.config.glm
+            )
 
 
 def _validate(
     model: Any, index: Any, tokenizer: Any, embedder: Any, rows: list[dict[str, Any]], config: TrainConfig
 ) -> dict[str, float]:
-    """Recall@2/5 of the current model on the held-out questions (rank 0)."""
-    from evaluation.metrics import recall_at_k
+    """Recall@2/5 of ``model`` on the held-out questions ``rows``."""
     from hoprag.glm.retriever import GLMRetriever
     from hoprag.retrieval.base import RetrievalQuery
+    from hoprag.retrieval.metrics import recall_at_k
 
     was_training = model.training
     retriever = GLMRetriever(index, model, tokenizer, config.glm, embedder)

@@ -19,12 +19,11 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import BaseModel, Field
 
-from hoprag.embedding import Embedder, EmbedderConfig
+from hoprag.embedding import Embedder
 from hoprag.glm.artifact import (
     FORMAT_VERSION,
     RETRIEVER_CONFIG,
@@ -36,27 +35,10 @@ from hoprag.glm.artifact import (
 from hoprag.glm.data import build_example, collate
 from hoprag.glm.encoder import GraphT5Encoder
 from hoprag.glm.model import GLMRetrieverModel
-from hoprag.glm.sampler import SamplerConfig
+from hoprag.glm.settings import GLMSettings
 from hoprag.kg.index import KGIndex
 from hoprag.retrieval.base import RankedDocument, RetrievalQuery, RetrievalResult, Retriever
 from hoprag.retrieval.ranking import rank_documents_idf
-
-
-class GLMSettings(BaseModel):
-    """Everything about a GLM retriever besides its weights."""
-
-    global_graph: bool = Field(default=True, description="Global GLM (far bucket) instead of local (masked).")
-    with_text: bool = Field(default=True, description="Question tokens fully connected to the graph.")
-    sampler: SamplerConfig = Field(default_factory=SamplerConfig)
-    question_embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
-    question_dim: int = Field(default=384, ge=1)
-    top_entities: int = Field(default=20, ge=1, description="Entities that vote for documents (IDF ranker).")
-    doc_ranker: Literal["idf", "score_idf"] = Field(
-        default="idf",
-        description="idf: GFM-RAG's ranker (top entities vote 1/df); score_idf: votes weighted by the entity's "
-        "probability (better when subgraphs have fewer entities than top_entities).",
-    )
-    batch_size: int = Field(default=4, ge=1, description="Questions per forward at inference.")
 
 
 def save_retriever(out_dir: Path, model: GLMRetrieverModel, tokenizer: Any, settings: GLMSettings) -> Path:

@@ -93,3 +93,25 @@ def test_every_documented_command_parses(where: str, argv: list[str]) -> None:
         build_parser().parse_args(rewrite_argv(argv))
     except SystemExit as exc:
         pytest.fail(f"{where} does not parse (exit {exc.code})")
+
+
+def test_config_modules_import_no_heavy_framework() -> None:
+    """Reading a config (to validate a YAML recipe, render a manifest, submit a job) needs no torch,
+    transformers, Ray or DeepSpeed."""
+    import subprocess
+    import sys
+
+    configs = [
+        "training.config",
+        "indexing.config",
+        "evaluation.config",
+        "serving.settings",
+        "hoprag.planner.config",
+    ]
+    probe = (
+        f"import sys; import {', '.join(configs)}; "
+        "print([m for m in ('torch', 'transformers', 'ray', 'deepspeed') if m in sys.modules])"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"

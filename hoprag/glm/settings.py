@@ -1,0 +1,27 @@
+"""A GLM retriever's settings besides its weights (torch-free, so configs can be read without it)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from hoprag.embedding import EmbedderConfig
+from hoprag.glm.sampler import SamplerConfig
+
+
+class GLMSettings(BaseModel):
+    """Everything about a GLM retriever besides its weights."""
+
+    global_graph: bool = Field(default=True, description="Global GLM (far bucket) instead of local (masked).")
+    with_text: bool = Field(default=True, description="Question tokens fully connected to the graph.")
+    sampler: SamplerConfig = Field(default_factory=SamplerConfig)
+    question_embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    question_dim: int = Field(default=384, ge=1)
+    top_entities: int = Field(default=20, ge=1, description="Entities that vote for documents (IDF ranker).")
+    doc_ranker: Literal["idf", "score_idf"] = Field(
+        default="idf",
+        description="idf: GFM-RAG's ranker (top entities vote 1/df); score_idf: votes weighted by the entity's "
+        "probability (better when subgraphs have fewer entities than top_entities).",
+    )
+    batch_size: int = Field(default=4, ge=1, description="Questions per forward at inference.")
