@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from hoprag.logs import is_quiet, route_framework_logs, worker_output_to_log_file
+
 logger = logging.getLogger(__name__)
 
 # The GCS address of the local cluster this process started (it ends with this process), if any.
@@ -47,11 +49,16 @@ def init_ray(config: RayConfig | None = None) -> None:
 
     if ray.is_initialized():
         return
+    if is_quiet():  # Ray's and Ray Data's console handlers exist once imported: move them to the log file
+        import ray.data
+
+        route_framework_logs()
     config = config or RayConfig()
     # Inside a Ray job (`hoprag submit`) Ray sets RAY_ADDRESS: join the job's cluster, as ray.init() does.
     address = config.address or os.environ.get("RAY_ADDRESS")
     if address and address != "local":
         ray.init(address=address, log_to_driver=True)
+        worker_output_to_log_file()
         logger.info("joined the Ray cluster at %s", ray.get_runtime_context().gcs_address)
         return
     start_local_ray(
@@ -59,6 +66,7 @@ def init_ray(config: RayConfig | None = None) -> None:
         object_store_memory_mb=config.object_store_memory_mb or 512,
         include_dashboard=config.include_dashboard,
     )
+    worker_output_to_log_file()
     logger.info(
         "started a local Ray cluster at %s (ends with this process): %s",
         ray.get_runtime_context().gcs_address,

@@ -123,8 +123,8 @@ def run_extraction(
     model is loaded once per actor for the whole build.
     """
     import ray
-    from tqdm import tqdm
 
+    from hoprag.logs import progress
     from hoprag.ray_runtime import init_ray
 
     if not pending:
@@ -149,7 +149,7 @@ def run_extraction(
         num_gpus=ex.num_gpus or None,
     )
     records: list[ExtractionRecord] = []
-    with tqdm(total=len(pending), desc="LLM extraction (documents + questions)", unit="row") as bar:
+    with progress(len(pending), "LLM extraction (documents + questions)", unit="row") as bar:
         for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
             rows = batch.to_pylist()
             cache.append_rows(rows)
@@ -169,8 +169,8 @@ def _run_vllm_processor(
 ) -> list[ExtractionRecord]:
     """The GPU path: a ``ray.data.llm`` vLLM processor; finished documents are cached per batch."""
     import ray
-    from tqdm import tqdm
 
+    from hoprag.logs import progress
     from indexing.vllm_stage import build_vllm_stage, fold_result, passage_rows
 
     vllm = config.llm.vllm
@@ -181,7 +181,7 @@ def _run_vllm_processor(
     cache.append_rows([r.to_row() for r in records])
     stage = build_vllm_stage(vllm, config.extraction)
     ds = stage(ray.data.from_items(rows, override_num_blocks=max(1, math.ceil(len(rows) / vllm.batch_size))))
-    with tqdm(total=len(rows), desc="vLLM extraction (passages + questions)", unit="row") as bar:
+    with progress(len(rows), "vLLM extraction (passages + questions)", unit="row") as bar:
         for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
             done = [
                 r

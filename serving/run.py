@@ -35,10 +35,12 @@ def start_app(settings: QAAppSettings, host: str = "127.0.0.1", port: int = 8000
     """Deploy the app on the connected (or a new local) Ray cluster; returns its base URL."""
     from ray import serve
 
+    from hoprag.logs import route_framework_logs
     from hoprag.ray_runtime import init_ray
     from serving.builder import build_app
 
     init_ray()
+    route_framework_logs()  # ray.serve's console handler, set up when Serve was imported
     serve.start(http_options={"host": host, "port": port})
     serve.run(build_app(settings), name=APP_NAME, route_prefix="/", blocking=False)
     return f"http://{host}:{port}"

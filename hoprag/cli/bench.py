@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from serving.bench import add_arguments as add_serve_bench_arguments
 
     b = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md by hand)")
-    b.set_defaults(handler=run_bench)
+    b.set_defaults(handler=run_bench, run_dir_arg="workdir")
     bsub = b.add_subparsers(dest="bench", required=True)
     bi = bsub.add_parser("index", help="Ray Data extraction vs a sequential loop; graph build at scale")
     bi.add_argument("--docs", type=int, default=48, help="documents for the LLM throughput comparison")

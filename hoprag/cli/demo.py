@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--train-steps", type=int, default=150, help="GLM training steps (0 skips training)")
     d.add_argument("--no-serve", action="store_true", help="stop after training (skip serving and answering)")
     add_config_args(d)
-    d.set_defaults(handler=_run)
+    d.set_defaults(handler=_run, run_dir_arg="workdir")
 
 
 def _run(args: argparse.Namespace) -> int:

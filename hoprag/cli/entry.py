@@ -7,13 +7,16 @@ Heavy imports (torch, ray, transformers) happen inside the handler that needs th
 from __future__ import annotations
 
 import argparse
-import logging
+import os
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from hoprag import __version__
 from hoprag.cli import ask, bench, cluster, demo, evaluate, generate, index, serve, submit, train
 from hoprag.cli.common import UserError
+from hoprag.logs import configure_logging, is_quiet, log_file, log_tail
 
 # Each module registers its subcommand(s) with a ``handler``; this order is the order of --help.
 COMMAND_MODULES = (index, generate, demo, train, evaluate, serve, ask, bench, submit, cluster)
@@ -26,7 +29,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Multi-hop QA over knowledge graphs on Ray: indexing, training, serving, evaluation.",
     )
     parser.add_argument("--version", action="version", version=f"hoprag {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="debug logging, and Ray / Ray Data / Serve / httpx logs on the terminal too "
+        "(default: in a log file under the run directory, its last lines shown on failure)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMAND_MODULES:
         module.register(sub)
@@ -46,13 +55,21 @@ def parse_command(argv: Sequence[str]) -> argparse.Namespace:
     return build_parser().parse_args(rewrite_argv(argv))
 
 
+def log_path(args: argparse.Namespace) -> Path:
+    """Where this command's framework logs go: ``RUN_DIR/logs/`` for commands with a run directory
+    (``run_dir_arg`` names its argument), else ``$HOPRAG_CACHE_DIR/logs/``."""
+    from hoprag.paths import cache_dir
+
+    words = [args.command, getattr(args, "eval", None), getattr(args, "bench", None)]
+    name = "-".join(w for w in words if w) + time.strftime("-%Y%m%d-%H%M%S") + f"-{os.getpid()}.log"
+    run_dir = getattr(args, getattr(args, "run_dir_arg", "") or "-", None)
+    return (Path(run_dir) if run_dir else cache_dir()) / "logs" / name
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hoprag`` console script."""
     args = parse_command(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(args.verbose, log_path(args))
     from hoprag.config import ConfigError
 
     try:
@@ -63,3 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"hoprag: {exc}", file=sys.stderr)
         return 2
+    except BaseException as exc:
+        if is_quiet() and not isinstance(exc, KeyboardInterrupt | SystemExit) and log_tail():
+            print(f"hoprag: {args.command} failed; the last lines of {log_file()}:", file=sys.stderr)
+            print(log_tail(), file=sys.stderr, end="")
+        raise

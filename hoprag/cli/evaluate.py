@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     erun.add_argument("--out", type=Path, default=None, help="evaluation directory")
     erun.add_argument("--limit", type=int, default=None, help="first N questions per benchmark")
     add_config_args(erun)
-    erun.set_defaults(handler=run_eval_run)
+    erun.set_defaults(handler=run_eval_run, run_dir_arg="out")
     erep = evsub.add_parser("report", help="rebuild summary.json, report.md and plots from stored results")
     erep.add_argument("eval_dir", type=Path)
     erep.set_defaults(handler=run_eval_report)
@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="run it as `eval run` instead (Ray Data, resumable) and write summary.json and report.md here",
     )
-    er.set_defaults(handler=run_eval_retrieval)
+    er.set_defaults(handler=run_eval_retrieval, run_dir_arg="out")
 
 
 def run_eval_run(args: argparse.Namespace) -> int:

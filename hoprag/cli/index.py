@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--delete-file", type=Path, help="file with one document title per line to remove")
     p.add_argument("--json", action="store_true", help="print the build summary as one JSON object")
     add_config_args(p)
-    p.set_defaults(handler=run_index)
+    p.set_defaults(handler=run_index, run_dir_arg="out")
 
     s = sub.add_parser(
         "index-stats", help="KG statistics of an index (also spelled `hoprag index stats DIR`)"

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--workers", type=int, default=None, help="Ray Train workers (overrides run.num_workers)")
     t.add_argument("--ray-address", default=None, help="existing Ray cluster (default: start a local one)")
     add_config_args(t)
-    t.set_defaults(handler=run_train)
+    t.set_defaults(handler=run_train, run_dir_arg="out")
 
 
 def run_train(args: argparse.Namespace) -> int:
