@@ -23,6 +23,8 @@ from training.config import TrainConfig
 
 STATE_FILE = "trainer_state.json"
 DS_TAG = "hoprag"
+# Rank 0 rewrites RUN_DIR/progress.json after each step; the driver shows it as a progress bar.
+PROGRESS_FILE = "progress.json"
 
 
 def deepspeed_config(config: TrainConfig) -> dict[str, Any]:
@@ -200,6 +202,10 @@ class WorkerSession:
             "subgraphs_per_s": self.steps_this_session * self.micro * self.world / elapsed,
             "tokens_per_s": self.tokens_seen * self.world / elapsed,
         }
+        if self.rank == 0:
+            write_progress(
+                Path(self.params["out"]), self.state["step"], self.total_steps, self.metrics["loss"]
+            )
 
     def end_epoch(self) -> None:
         """Close a finished epoch, validate (rank 0) and checkpoint with the validation metrics."""
@@ -260,6 +266,21 @@ def _validate(
         )
     model.train(was_training)
     return out
+
+
+def write_progress(run_dir: Path, step: int, total_steps: int, loss: float) -> None:
+    """Atomically replace ``run_dir/progress.json`` (read by the driver's progress bar)."""
+    tmp = run_dir / f".{PROGRESS_FILE}.tmp"
+    tmp.write_text(json.dumps({"step": step, "total_steps": total_steps, "loss": loss}))
+    os.replace(tmp, run_dir / PROGRESS_FILE)
+
+
+def read_progress(run_dir: Path) -> dict[str, Any] | None:
+    """What rank 0 last wrote to ``run_dir/progress.json`` (None before the first step)."""
+    try:
+        return json.loads((run_dir / PROGRESS_FILE).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
 
 
 def worker_env(use_gpu: bool) -> dict[str, str]:

@@ -8,13 +8,14 @@ same run from its latest checkpoint, because the run name and storage path are d
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
 from hoprag.config import dump_config
 from hoprag.ray_runtime import RayConfig, init_ray
 from training.config import TrainConfig
-from training.loop import train_loop_per_worker, worker_env
+from training.loop import PROGRESS_FILE, read_progress, train_loop_per_worker, worker_env
 
 RUN_NAME = "glm"
 
@@ -53,7 +54,34 @@ def run_training(
             worker_runtime_env={"env_vars": env},
         ),
     )
-    result = trainer.fit()
+    (out / PROGRESS_FILE).unlink(missing_ok=True)  # a bar from this run's steps only
+    stop = threading.Event()
+    watcher = threading.Thread(target=_show_progress, args=(out, stop), daemon=True)
+    watcher.start()
+    try:
+        result = trainer.fit()
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
     metrics = dict(result.metrics or {})
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
     return metrics
+
+
+def _show_progress(run_dir: Path, stop: threading.Event, poll_s: float = 2.0) -> None:
+    """A progress bar of the optimizer steps that rank 0 reports in ``run_dir/progress.json``."""
+    from hoprag.logs import progress
+
+    bar = None
+    while True:
+        stopped = stop.wait(poll_s)
+        state = read_progress(run_dir)
+        if state is not None:
+            if bar is None:
+                bar = progress(state["total_steps"], "GLM training", unit="step")
+            if state["step"] > bar.n:
+                bar.update(state["step"] - bar.n)
+        if stopped:
+            break
+    if bar is not None:
+        bar.close()

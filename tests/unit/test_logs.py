@@ -64,3 +64,19 @@ def test_progress_in_a_pipe_prints_a_few_lines_not_a_redrawn_bar(capsys, monkeyp
     lines = capsys.readouterr().err.splitlines()
     assert 5 <= len(lines) <= 12  # one per 20 s of a 200 s run, and the last
     assert lines[-1].startswith("LLM extraction: 40/40 row (100%)")
+
+
+def test_the_training_bar_follows_rank_zeros_progress_file(tmp_path: Path, capsys) -> None:
+    import threading
+
+    from training.loop import write_progress
+    from training.trainer import _show_progress
+
+    stop = threading.Event()
+    watcher = threading.Thread(target=_show_progress, args=(tmp_path, stop, 0.01))
+    watcher.start()
+    for step in range(1, 6):
+        write_progress(tmp_path, step, 5, loss=1.0 / step)
+    stop.set()
+    watcher.join(timeout=10)
+    assert capsys.readouterr().err.splitlines()[-1].startswith("GLM training: 5/5 step (100%)")
