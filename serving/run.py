@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import threading
 import time
+import traceback
 
 import httpx
+import psutil
 
 from serving.settings import QAAppSettings
 
@@ -69,7 +75,50 @@ def stop_app() -> None:
     ray.shutdown()
 
 
-def serve_foreground(settings: QAAppSettings, host: str, port: int) -> int:
+# How long a Ctrl-C waits for Ray to stop before the local cluster's processes are killed.
+STOP_GRACE_S = 60.0
+
+
+def stop_within(grace_s: float) -> bool:
+    """:func:`stop_app`, bounded: after ``grace_s`` (or a second Ctrl-C) the processes this one
+    started (the local cluster: GCS, raylet, workers, Serve replicas) are killed. Returns whether
+    Ray stopped by itself; if not, the stuck threads' stacks go to stderr for a bug report."""
+    done = threading.Event()
+
+    def stop() -> None:
+        stop_app()
+        done.set()
+
+    threading.Thread(target=stop, name="hoprag-stop", daemon=True).start()
+    try:
+        if done.wait(grace_s):
+            return True
+        print(f"Ray did not stop within {grace_s:.0f} s; killing the local cluster's processes", flush=True)
+        print(_thread_stacks(), file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        print("second Ctrl-C: killing the local cluster's processes", flush=True)
+    children = psutil.Process().children(recursive=True)
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    psutil.wait_procs(children, timeout=10)
+    return False
+
+
+def _thread_stacks() -> str:
+    """Every thread's current stack, as text (what a bug report about a hang needs)."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    return "\n".join(
+        f"thread {names.get(ident, ident)}:\n{''.join(traceback.format_stack(frame))}"
+        for ident, frame in sys._current_frames().items()
+    )
+
+
+def serve_foreground(
+    settings: QAAppSettings, host: str, port: int, stop_grace_s: float = STOP_GRACE_S
+) -> int:
+    """``hoprag serve``: deploy, wait until ready, serve until Ctrl-C, then stop (bounded)."""
+    interrupted = False
     try:
         base = start_app(settings, host, port)
         print(
@@ -84,9 +133,14 @@ def serve_foreground(settings: QAAppSettings, host: str, port: int) -> int:
         while True:
             time.sleep(1)
     except KeyboardInterrupt:
-        print("stopping ...", flush=True)
+        interrupted = True
+        print("stopping ... (Ctrl-C again stops at once)", flush=True)
     finally:
         started = time.perf_counter()
-        stop_app()
-        print(f"stopped in {time.perf_counter() - started:.1f} s", flush=True)
+        clean = stop_within(stop_grace_s)
+        print(f"stopped in {time.perf_counter() - started:.1f} s{'' if clean else ' (forced)'}", flush=True)
+        if not clean:  # Ray's exit hook would wait on the same stuck shutdown
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0 if interrupted else 1)
     return 0

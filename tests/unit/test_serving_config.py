@@ -70,3 +70,35 @@ def test_building_the_app_checks_its_sources_without_loading_them(tmp_path: Path
     (glm / "retriever" / "model.safetensors").unlink()  # a half-copied checkpoint
     with pytest.raises(ValueError, match=r"has no model\.safetensors"):
         build_app({"index": str(index), "retriever": str(glm)})
+
+
+def test_a_stuck_ray_shutdown_is_bounded_and_kills_the_local_cluster(monkeypatch, capsys) -> None:
+    """`hoprag serve`'s Ctrl-C never hangs: if Ray does not stop within the grace period, the
+    processes it started are killed (here a stand-in child process) and the stuck stacks printed."""
+    import subprocess
+    import sys
+    import threading
+
+    import serving.run as run
+
+    never = threading.Event()
+    monkeypatch.setattr(run, "stop_app", lambda: never.wait(60))  # a shutdown that never returns
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        assert run.stop_within(0.5) is False
+        child.wait(timeout=30)  # killed (it would sleep for 120 s); psutil has reaped it
+    finally:
+        never.set()
+        if child.poll() is None:
+            child.kill()
+    out = capsys.readouterr()
+    assert "did not stop within 0 s; killing" in out.out
+    assert "hoprag-stop" in out.err  # the stuck thread's stack, for a bug report
+
+
+def test_a_prompt_ray_shutdown_is_clean(monkeypatch) -> None:
+    import serving.run as run
+
+    calls = []
+    monkeypatch.setattr(run, "stop_app", lambda: calls.append("stopped"))
+    assert run.stop_within(30) is True and calls == ["stopped"]
