@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -114,13 +115,32 @@ def _thread_stacks() -> str:
     )
 
 
+def stop_on_signals() -> None:
+    """Make Ctrl-C (SIGINT) and SIGTERM raise ``KeyboardInterrupt`` in the main thread.
+
+    A process started in the background by a non-interactive shell (CI runners, ``cmd &`` in a
+    script) inherits SIGINT *ignored*, and Python then leaves it ignored: such a ``hoprag serve``
+    never saw its Ctrl-C. ``ray.init`` also replaces SIGTERM's handler with a bare ``sys.exit``.
+    A foreground server that says "Ctrl-C stops it" installs its own handlers (call it again
+    after ``ray.init``).
+    """
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)
+
+
 def serve_foreground(
     settings: QAAppSettings, host: str, port: int, stop_grace_s: float = STOP_GRACE_S
 ) -> int:
-    """``hoprag serve``: deploy, wait until ready, serve until Ctrl-C, then stop (bounded)."""
+    """``hoprag serve``: deploy, wait until ready, serve until Ctrl-C or SIGTERM, then stop (bounded)."""
     interrupted = False
+    stop_on_signals()
     try:
         base = start_app(settings, host, port)
+        stop_on_signals()  # ray.init has replaced the SIGTERM handler
         print(
             f"deployed; loading the index and models ({settings.index}, retriever {settings.retriever})",
             flush=True,

@@ -346,7 +346,16 @@ def test_hoprag_serve_runs_in_the_foreground_and_stops_cleanly_on_ctrl_c(
         "llm.openai.prompt_style=completion",
     ]
     env = dead_recorded_head
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    # As a background job of a non-interactive shell (CI runners, `cmd &`), hoprag serve inherits
+    # SIGINT ignored; it must stop on it all the same (it did not: the hang seen under load).
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
     lines: list[str] = []
     announced = threading.Event()
 

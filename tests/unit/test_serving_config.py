@@ -102,3 +102,32 @@ def test_a_prompt_ray_shutdown_is_clean(monkeypatch) -> None:
     calls = []
     monkeypatch.setattr(run, "stop_app", lambda: calls.append("stopped"))
     assert run.stop_within(30) is True and calls == ["stopped"]
+
+
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_serve_stops_on_ctrl_c_and_sigterm_even_if_started_with_sigint_ignored(signum: str) -> None:
+    """A background job of a non-interactive shell inherits SIGINT ignored (and Ray replaces
+    SIGTERM's handler): hoprag serve's own handlers turn both into its clean stop."""
+    import signal
+    import subprocess
+    import sys
+
+    script = (
+        "import os, signal, time\n"
+        "from serving.run import stop_on_signals\n"
+        "stop_on_signals()\n"
+        "try:\n"
+        f"    os.kill(os.getpid(), signal.{signum})\n"
+        "    time.sleep(30)\n"
+        "except KeyboardInterrupt as exc:\n"
+        "    print('stopping on', exc)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    assert run.returncode == 0 and run.stdout.strip() == f"stopping on {signum}", run.stderr
