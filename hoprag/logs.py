@@ -54,9 +54,6 @@ class _OwnOrSevere(logging.Filter):
 class _Terminal(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is when a record arrives (as redirected by a caller)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-
     @property  # type: ignore[override]
     def stream(self) -> Any:
         return sys.stderr
