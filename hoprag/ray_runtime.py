@@ -58,20 +58,16 @@ def init_ray(config: RayConfig | None = None) -> None:
     address = config.address or os.environ.get("RAY_ADDRESS")
     if address and address != "local":
         ray.init(address=address, log_to_driver=True)
-        worker_output_to_log_file()
-        logger.info("joined the Ray cluster at %s", ray.get_runtime_context().gcs_address)
-        return
-    start_local_ray(
-        num_cpus=config.num_cpus or max(4, 2 * (os.cpu_count() or 2)),
-        object_store_memory_mb=config.object_store_memory_mb or 512,
-        include_dashboard=config.include_dashboard,
-    )
+        which = "joined the Ray cluster at %s: %s"
+    else:
+        start_local_ray(
+            num_cpus=config.num_cpus or max(4, 2 * (os.cpu_count() or 2)),
+            object_store_memory_mb=config.object_store_memory_mb or 512,
+            include_dashboard=config.include_dashboard,
+        )
+        which = "started a local Ray cluster at %s (ends with this process): %s"
     worker_output_to_log_file()
-    logger.info(
-        "started a local Ray cluster at %s (ends with this process): %s",
-        ray.get_runtime_context().gcs_address,
-        ray.cluster_resources(),
-    )
+    logger.info(which, ray.get_runtime_context().gcs_address, ray.cluster_resources())
 
 
 def start_local_ray(
