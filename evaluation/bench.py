@@ -30,7 +30,7 @@ def run_eval_benchmark(args: argparse.Namespace) -> int:
     out = Path(tempfile.mkdtemp(prefix="hoprag-bench-eval-"))
     try:
         t0 = time.perf_counter()
-        worker = EvalWorker(str(args.index), system.model_dump(mode="json"), {}, {}, [1, 2, 5, 10])
+        worker = EvalWorker(str(args.index), system.model_dump(mode="json"), {}, [1, 2, 5, 10])
         loaded = time.perf_counter() - t0
         for start in range(0, len(rows), 8):
             worker({"row": [json.dumps(r, default=str) for r in rows[start : start + 8]]})

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, model_validator
 from evaluation.judge import JudgeConfig
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.planner.config import PlannerConfig
+from hoprag.qa.config import QASettings, RetrieveModeSettings
 from hoprag.ray_runtime import RayConfig
 
 REGISTRY = Path(__file__).parent / "registry.yaml"
@@ -73,6 +74,9 @@ class EvalConfig(BaseModel):
     )
     llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
+    retrieve: RetrieveModeSettings = Field(
+        default_factory=RetrieveModeSettings, description="Single-shot GLM-RAG settings (rag systems)."
+    )
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     ks: list[int] = Field(default_factory=lambda: [1, 2, 5, 10], description="Document recall cut-offs.")
     retrieval_actors: int = Field(default=2, ge=1, description="Actor pool size for retrieval systems.")
@@ -84,6 +88,10 @@ class EvalConfig(BaseModel):
     bootstrap_resamples: int = Field(default=1000, ge=100)
     seed: int = 0
     ray: RayConfig = Field(default_factory=RayConfig)
+
+    def qa_settings(self) -> QASettings:
+        """The QA settings every system is built with (as ``hoprag ask`` and the QA app take them)."""
+        return QASettings(llm=self.llm, planner=self.planner, retrieve=self.retrieve)
 
     @model_validator(mode="after")
     def _unique(self) -> EvalConfig:

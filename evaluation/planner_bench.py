@@ -42,27 +42,25 @@ def run_plan_benchmark(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from hoprag.config import load_config
-    from hoprag.kg.index import KGIndex
     from hoprag.llm.factory import build_llm
     from hoprag.machine import machine_description
-    from hoprag.planner import KnowledgeGraphView, Planner
-    from hoprag.planner.app import AskConfig
-    from hoprag.retrieval.loading import index_embedder
+    from hoprag.qa.builder import assemble_qa_system, load_components
+    from hoprag.qa.config import QASettings
 
-    config = load_config(AskConfig, args.config, args.overrides)
-    index = KGIndex(args.index)
+    config = load_config(QASettings, args.config, args.overrides)
+    components = load_components(args.index, config, llm=build_llm(config.llm))
+    index = components.kg.index
     if index.questions is None:
         raise SystemExit(f"hoprag: {args.index} has no processed questions to benchmark with")
     questions = [q for q in index.questions.to_pylist() if q["split"] == args.split][: args.questions]
     if not questions:
         raise SystemExit(f"hoprag: no {args.split!r} questions in {args.index}")
-    embedder = index_embedder(index)
-    kg = KnowledgeGraphView(index, embedder)
-    _ = kg.triple_vectors  # computed once, outside the timed questions
-    llm = build_llm(config.llm)
+    _ = components.kg.triple_vectors  # computed once, outside the timed questions
     ours_config = config.planner.model_copy(update={"max_steps": args.max_steps})
-    paper_config = ours_config.with_paper_calls()
-    planners = {"paper-like": Planner(kg, llm, paper_config), "hoprag": Planner(kg, llm, ours_config)}
+    planners = {
+        name: assemble_qa_system(components, config.model_copy(update={"planner": planner_config}), "plan")
+        for name, planner_config in (("paper-like", ours_config.with_paper_calls()), ("hoprag", ours_config))
+    }
     results: dict[str, list[dict[str, Any]]] = {}
     started = time.perf_counter()
     for name, planner in [*planners.items(), ("hoprag, repeated", planners["hoprag"])]:
@@ -87,7 +85,7 @@ def run_plan_benchmark(args: argparse.Namespace) -> int:
     report = {
         "machine": machine_description(),
         "index": str(args.index),
-        "llm": llm.model_id,
+        "llm": components.llm.model_id,
         "max_steps": args.max_steps,
         "wall_s": round(time.perf_counter() - started, 1),
         "summary": [_summary(name, rows) for name, rows in results.items()],

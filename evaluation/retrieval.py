@@ -1,8 +1,10 @@
 """``hoprag eval retrieval``: document recall of one retriever on an index's questions, in process.
 
 A shortcut into the evaluation machinery, not a second implementation: the questions come from
-:func:`evaluation.questions.select_questions` and every question is retrieved and scored by
-:class:`evaluation.worker.EvalWorker`, exactly as a retrieval system in ``hoprag eval run``.
+:func:`evaluation.questions.select_questions` and every question is linked, retrieved and scored
+by :class:`evaluation.worker.EvalWorker` over the ``retrieve``-mode system of
+:mod:`hoprag.qa.builder`, exactly as a retrieval system in ``hoprag eval run`` and as the QA
+endpoint's ``retrieve`` mode.
 (``hoprag eval retrieval --out DIR`` runs the full ``eval run`` job instead and writes its report.)
 """
 
@@ -16,7 +18,12 @@ from evaluation.results import error_counts
 from evaluation.worker import EvalWorker
 from hoprag.embedding import Embedder
 from hoprag.kg.index import KGIndex
+from hoprag.llm.base import LLM
+from hoprag.llm.factory import LazyLLM
+from hoprag.qa.builder import assemble_qa_system, index_llm_config, retrieval_components
+from hoprag.qa.config import QASettings
 from hoprag.retrieval.base import Retriever
+from hoprag.retrieval.loading import index_embedder
 
 
 def evaluate_retrieval(
@@ -27,8 +34,12 @@ def evaluate_retrieval(
     batch_size: int = 64,
     group_by: str | None = None,
     embedder: Embedder | None = None,
+    llm: LLM | None = None,
 ) -> dict[str, Any]:
     """Mean recall@k over the split's questions that have gold documents in the index.
+
+    Each question is linked at query time as the QA endpoint links it (``llm``: the LLM for NER,
+    by default the one the index was built with, loaded only for a question without stored links).
 
     ``group_by`` names a question metadata field kept from the benchmark (e.g. ``domain``, ``type``,
     ``hops`` of the synthetic generator); the result then also has per-value figures in ``groups``.
@@ -37,7 +48,15 @@ def evaluate_retrieval(
     """
     rows, report = select_questions(index, split)
     scored = [r for r in rows if r["supporting_docs"]]
-    worker = EvalWorker.for_retriever(index, retriever, list(ks), embedder, analysis=False)
+    settings = QASettings(llm=index_llm_config(index))
+    qa = assemble_qa_system(
+        retrieval_components(
+            index, retriever, embedder or index_embedder(index), llm or LazyLLM(settings.llm)
+        ),
+        settings,
+        "retrieve",
+    )
+    worker = EvalWorker.for_qa_system(qa, settings, list(ks), analysis=False)
     records: list[dict[str, Any]] = []
     for start in range(0, len(scored), batch_size):
         records.extend(worker.evaluate(scored[start : start + batch_size]))

@@ -40,8 +40,7 @@ def evaluate_pair(
         fn_constructor_kwargs={
             "index_dir": str(bench.index),
             "system": system.model_dump(mode="json"),
-            "llm": config.llm.model_dump(mode="json"),
-            "planner": config.planner.model_dump(mode="json"),
+            "qa": config.qa_settings().model_dump(mode="json"),
             "ks": list(config.ks),
             "judge": config.judge.model_dump(mode="json"),
         },

@@ -1,8 +1,10 @@
 """The per-question evaluation step as a Ray Data callable class (system loaded once per actor).
 
-The same code paths as serving: retrievers through :func:`hoprag.retrieval.loading.load_retriever`,
-single-shot GLM-RAG through :class:`hoprag.qa.RetrieveThenAnswer`, PAI-2 through
-:class:`hoprag.planner.Planner`. Any failure of one question becomes that row's ``error``.
+The systems come from :mod:`hoprag.qa.builder`, the builder the Serve QA deployment and
+``hoprag ask`` use: a retrieval system is the retrieval half of the ``retrieve`` mode (query-time
+entity linking on the question text, then the retriever), a ``rag`` system is the ``retrieve``
+mode, ``plan`` the planner, ``no_context`` the LLM alone. Any failure of one question becomes
+that row's ``error``.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from evaluation.questions import entity_distance, question_seeds, seed_distances
 
 if TYPE_CHECKING:
     from evaluation.config import SystemSpec
-    from hoprag.embedding import Embedder
     from hoprag.kg.index import KGIndex
-    from hoprag.retrieval.base import Retriever
+    from hoprag.qa.config import QASettings
+    from hoprag.qa.system import QASystem
 
 TOP_DOCS = 10
 TOP_ENTITIES = 20
@@ -46,6 +48,9 @@ def score_row(
     return metrics
 
 
+PIPELINE_MODES = {"rag": "retrieve", "plan": "plan", "no_context": "no_context"}
+
+
 class EvalWorker:
     """``map_batches`` callable: questions in, per-question results out."""
 
@@ -53,90 +58,57 @@ class EvalWorker:
         self,
         index_dir: str,
         system: dict[str, Any],
-        llm: dict[str, Any],
-        planner: dict[str, Any],
+        qa: dict[str, Any],
         ks: list[int],
         judge: dict[str, Any] | None = None,
     ) -> None:
         from evaluation.config import SystemSpec
-        from hoprag.llm.factory import LLMBackendConfig
-        from hoprag.planner.app import load_index_and_embedder
-        from hoprag.planner.config import PlannerConfig
+        from hoprag.llm.factory import LazyLLM
+        from hoprag.qa.builder import assemble_qa_system, load_components
+        from hoprag.qa.config import QASettings
 
         spec = SystemSpec.model_validate(system)
-        index, embedder = load_index_and_embedder(index_dir)
-        retriever = None
-        if spec.retriever:
-            from hoprag.retrieval.loading import load_retriever
-
-            retriever = load_retriever(spec.retriever, index, embedder)
-        self._bind(spec, index, embedder, retriever, ks)
-        if spec.kind == "qa":
+        settings = QASettings.model_validate(qa)
+        llm = LazyLLM(settings.llm)  # a retrieval system loads it only for a question without stored links
+        components = load_components(index_dir, settings, spec.retriever, llm)
+        mode = "retrieve" if spec.kind == "retrieval" else PIPELINE_MODES[str(spec.pipeline)]
+        self._bind(spec, assemble_qa_system(components, settings, mode), settings, ks)
+        if spec.kind == "qa" and judge:
+            from evaluation.judge import JudgeConfig
             from hoprag.llm.factory import build_llm
-            from hoprag.planner.knowledge import KnowledgeGraphView
 
-            llm_config = LLMBackendConfig.model_validate(llm)
-            llm_backend = build_llm(llm_config)
-            if judge:
-                from evaluation.judge import JudgeConfig
-
-                self.judge_config = JudgeConfig.model_validate(judge)
-                if self.judge_config.any:
-                    # One model in memory when the judge is the answering LLM.
-                    self.judge_llm = (
-                        llm_backend
-                        if self.judge_config.llm == llm_config
-                        else build_llm(self.judge_config.llm)
-                    )
-            kg = KnowledgeGraphView(self.index, embedder)
-            planner_config = PlannerConfig.model_validate(planner)
-            if spec.pipeline == "plan":
-                from hoprag.planner.planner import Planner
-
-                self.qa = Planner(kg, llm_backend, planner_config, retriever=self.retriever)
-            elif spec.pipeline == "rag":
-                from hoprag.qa import RetrieveThenAnswer
-
-                self.qa = RetrieveThenAnswer(kg, self.retriever, llm_backend)  # type: ignore[arg-type]
-            else:
-                from hoprag.planner.llm_calls import CachedLLM
-
-                self.qa = CachedLLM(llm_backend)
+            self.judge_config = JudgeConfig.model_validate(judge)
+            if self.judge_config.any:
+                # One model in memory when the judge is the answering LLM.
+                self.judge_llm = (
+                    llm if self.judge_config.llm == settings.llm else build_llm(self.judge_config.llm)
+                )
 
     @classmethod
-    def for_retriever(
-        cls,
-        index: KGIndex,
-        retriever: Retriever,
-        ks: list[int],
-        embedder: Embedder | None = None,
-        analysis: bool = True,
+    def for_qa_system(
+        cls, qa: QASystem, settings: QASettings, ks: list[int], analysis: bool = True
     ) -> EvalWorker:
-        """A retrieval-system worker over already loaded components (``hoprag eval retrieval``);
-        without ``embedder`` the semantic-similarity analysis is left out, with ``analysis=False``
-        all of section 6 (no graph search per question)."""
+        """A retrieval-system worker over an already built ``retrieve``-mode system (``hoprag eval
+        retrieval``); with ``analysis=False`` GLM-RAG section 6 is left out (no graph search)."""
         from evaluation.config import SystemSpec
 
+        retriever = getattr(qa, "retriever", None)
+        spec = SystemSpec(
+            name="retriever", kind="retrieval", retriever=getattr(retriever, "name", "retriever")
+        )
         worker = cls.__new__(cls)
-        spec = SystemSpec(name="retriever", kind="retrieval", retriever=retriever.name)
-        worker._bind(spec, index, embedder, retriever, ks)
+        worker._bind(spec, qa, settings, ks)
         worker.analysis = analysis
         return worker
 
-    def _bind(
-        self,
-        system: SystemSpec,
-        index: KGIndex,
-        embedder: Embedder | None,
-        retriever: Retriever | None,
-        ks: list[int],
-    ) -> None:
+    def _bind(self, system: SystemSpec, qa: QASystem, settings: QASettings, ks: list[int]) -> None:
         self.system = system
-        self.index = index
-        self.embedder = embedder
-        self.retriever = retriever
+        self.qa: Any = qa
+        self.settings = settings
+        kg = getattr(qa, "kg", None)
+        self.index: KGIndex = kg.index if kg is not None else None  # type: ignore[assignment]
+        self.embedder = kg.embedder if kg is not None else None
         self.ks = ks
-        self.qa: Any = None
         self.judge_llm: Any = None
         self.judge_config: Any = None
         self.analysis = True
@@ -147,65 +119,72 @@ class EvalWorker:
 
     def evaluate(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One result record per question (failures become that question's ``error``)."""
-        retrieved: list[Any] = [None] * len(rows)
+        started = time.perf_counter()
+        outcomes: list[Any] = [None] * len(rows)
+        try:  # one batched call (linking, GLM forward passes, LLM calls batch); on failure one by one
+            if self.system.kind == "retrieval":
+                outcomes = list(self.qa.retrieve([r["question"] for r in rows], TOP_DOCS))
+            else:
+                outcomes = self.qa.answer_batch([r["question"] for r in rows], top_k=TOP_DOCS)
+        except Exception:
+            outcomes = [None] * len(rows)
+        share = (time.perf_counter() - started) / max(1, len(rows))
+        return [self._one(row, outcome, share) for row, outcome in zip(rows, outcomes, strict=True)]
+
+    def _alone(self, row: dict[str, Any]) -> Any:
         if self.system.kind == "retrieval":
-            try:  # one batched call (GLM forward passes batch); on failure each question alone
-                retrieved = list(self._retrieve(rows))
-            except Exception:
-                retrieved = [None] * len(rows)
-        return [self._one(row, result) for row, result in zip(rows, retrieved, strict=True)]
+            return self.qa.retrieve([row["question"]], TOP_DOCS)[0]
+        return self.qa.answer(row["question"], top_k=TOP_DOCS)
 
-    def _retrieve(self, rows: list[dict[str, Any]]) -> list[Any]:
-        from hoprag.retrieval.base import RetrievalQuery
-
-        queries = [RetrievalQuery(r["question"], tuple(r.get("question_entities") or ())) for r in rows]
-        return self.retriever.retrieve(queries, TOP_DOCS)  # type: ignore[union-attr]
-
-    def _one(self, row: dict[str, Any], retrieved: Any = None) -> dict[str, Any]:
+    def _one(self, row: dict[str, Any], outcome: Any = None, batch_seconds: float = 0.0) -> dict[str, Any]:
         started = time.perf_counter()
         record: dict[str, Any] = {"id": row["id"], "error": None}
         try:
+            if isinstance(outcome, Exception):
+                raise outcome
+            result = outcome if outcome is not None else self._alone(row)
             titles: list[str] | None = None
             entities: list[str] = []
             answer: str | None = None
             context: str | None = None  # what the answering LLM was shown (judged for relevance)
-            spec = self.system
-            if spec.kind == "retrieval":
-                result = retrieved if retrieved is not None else self._retrieve([row])[0]
-                titles = [d.title for d in result.documents]
-                entities = [name for name, _ in result.entities[:TOP_ENTITIES]]
-                record["notes"] = result.notes
-            elif spec.pipeline == "no_context":
-                answer, cost = self._no_context(row["question"])
-                record.update(cost)
+            if self.system.kind == "retrieval":
+                titles = [d.title for d in result.result.documents]
+                entities = [name for name, _ in result.result.entities[:TOP_ENTITIES]]
+                record["notes"] = result.result.notes
+                record["question_entities"] = list(result.links.entities)
+                record["link_sources"] = list(result.links.sources)
             else:
-                a = (
-                    self.qa.answer(row["question"], top_k=TOP_DOCS)
-                    if spec.pipeline == "rag"
-                    else self.qa.answer(row["question"])
-                )
-                answer = "" if a.not_enough_info else a.answer
-                titles = [d.title for d in a.documents[:TOP_DOCS]]
-                if self.judge_llm is not None:
-                    context = self._context(a)
+                answer = "" if result.not_enough_info else result.answer
+                if self.system.pipeline != "no_context":
+                    titles = [d.title for d in result.documents[:TOP_DOCS]]
+                if self.judge_llm is not None and self.system.pipeline != "no_context":
+                    context = self._context(result)
                 record.update(
                     {
-                        "llm_calls": a.llm_calls,
-                        "prompt_tokens": a.prompt_tokens,
-                        "completion_tokens": a.completion_tokens,
+                        "llm_calls": result.llm_calls,
+                        "prompt_tokens": result.prompt_tokens,
+                        "completion_tokens": result.completion_tokens,
                     }
                 )
+                if self.system.pipeline == "rag":
+                    seeds = result.steps[0].seed_sources if result.steps else {}
+                    record["question_entities"] = list(seeds)
+                    record["link_sources"] = list(seeds.values())
             record["answer"] = answer
             record["documents"] = titles
             record["metrics"] = score_row(row, titles, entities, answer, self.ks)
             if self.analysis:
-                record["analysis"] = self._analysis(row, entities)
+                linked = {
+                    **row,
+                    "question_entities": record.get("question_entities", row.get("question_entities")),
+                }
+                record["analysis"] = self._analysis(linked, entities)
             if self.judge_llm is not None and answer is not None:
                 self._judge(record, row, answer, context)
         except Exception as exc:
             record["error"] = f"{type(exc).__name__}: {exc}"[:500]
             record["metrics"] = {}
-        record["seconds"] = round(time.perf_counter() - started, 4)
+        record["seconds"] = round(time.perf_counter() - started + batch_seconds, 4)
         return record
 
     def _judge(self, record: dict[str, Any], row: dict[str, Any], answer: str, context: str | None) -> None:
@@ -231,12 +210,12 @@ class EvalWorker:
         """The retrieved context an answer was built from, shaped like the pipeline's answer prompt
         (single-shot: its triples and document openings; plan: the first triples and, if the planner
         puts documents into its prompts, their openings), cut to the judge's context budget."""
-        qa = self.qa
         if self.system.pipeline == "rag":
-            triples, documents, chars = qa.max_triples, qa.context_documents, qa.max_document_chars
+            r = self.settings.retrieve
+            triples, documents, chars = r.max_triples, r.context_documents, r.max_document_chars
         else:
-            triples = PLAN_CONTEXT_TRIPLES
-            documents, chars = qa.config.context_documents, qa.config.max_document_chars
+            p = self.settings.planner
+            triples, documents, chars = PLAN_CONTEXT_TRIPLES, p.context_documents, p.max_document_chars
         texts = self.index.documents.column("text")
         lines = [t.text for t in answer.triples[:triples]]
         lines += [f"{d.title}: {texts[d.doc_id].as_py()[:chars]}" for d in answer.documents[:documents]]
@@ -263,18 +242,3 @@ class EvalWorker:
             sims = [float(self.index.entity_embeddings[i] @ q) for i in ids]
             out["retrieved_similarity"] = round(sum(sims) / len(sims), 4)
         return out
-
-    def _no_context(self, question: str) -> tuple[str, dict[str, int]]:
-        from hoprag.planner import prompts as P
-        from hoprag.planner.llm_calls import CallLedger
-        from hoprag.qa import answer_from_completion
-
-        ledger = CallLedger()
-        spec = P.final_answer_prompt(question, [], self.qa.prompt_style)
-        completion = self.qa.complete([spec.prompt], spec.params, ledger, "answer")[0]
-        answer, _ = answer_from_completion(spec.prompt, completion)
-        return answer, {
-            "llm_calls": ledger.calls,
-            "prompt_tokens": ledger.prompt_tokens,
-            "completion_tokens": ledger.completion_tokens,
-        }

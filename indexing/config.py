@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from hoprag.embedding import EmbedderConfig
+from hoprag.linking.config import LinkingConfig
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.ray_runtime import RayConfig
 
@@ -53,20 +54,10 @@ class SynonymConfig(BaseModel):
     top_k: int = Field(default=100, ge=1, description="Nearest neighbours examined per entity.")
 
 
-class QuestionLinkingConfig(BaseModel):
-    """How benchmark questions are linked to KG entities."""
+class QuestionLinkingConfig(LinkingConfig):
+    """How benchmark questions are linked to KG entities (query-time linking of the index reuses
+    these settings: :class:`hoprag.linking.QuestionLinker`)."""
 
-    use_llm_ner: bool = Field(
-        default=True, description="Ask the LLM for mentions (grounded in the question)."
-    )
-    use_dictionary: bool = Field(default=True, description="Match KG entity names in the question (n-grams).")
-    min_link_similarity: float = Field(
-        default=0.5,
-        ge=-1,
-        le=1,
-        description="An LLM mention not found verbatim links to its nearest entity "
-        "only above this cosine similarity.",
-    )
     batch_size: int = Field(default=32, ge=1, description="Questions per Ray Data batch.")
 
 

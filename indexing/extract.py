@@ -284,6 +284,8 @@ def ner_record(
         error=completion.error,
     )
     if completion.ok:
+        # The mentions are those of hoprag.linking.mentions_from_completion (query-time linking);
+        # the drop counts are kept for the index summary.
         record.entities, record.dropped = parse_entity_list(completion.text, question, output_format)
     return record
 

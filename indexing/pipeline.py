@@ -21,6 +21,7 @@ from hoprag.extraction.prompts import PROMPT_VERSION
 from hoprag.kg.index import KGIndex
 from hoprag.kg.store import KGIndexError, write_snapshot
 from hoprag.kg.tables import KIND_EQUIVALENT, MANIFEST
+from hoprag.linking.linker import normalize_question
 from hoprag.llm.factory import LLMBackendConfig, expected_model_id
 from hoprag.text import content_hash
 from indexing.cache import RETRY_STATUSES, ExtractionCache
@@ -309,13 +310,15 @@ def build_index(
     model_id = expected_model_id(config.llm)
     keys = [extraction_key(d.content_hash, model_id, config.extraction) for d in documents]
     all_questions = [dict(q, split=split) for split, qs in sorted(questions.items()) for q in qs]
-    q_keys = [ner_key(q["question"], model_id) for q in all_questions]
+    # NER runs on the question as query-time linking sees it (hoprag.linking.normalize_question).
+    q_texts = [normalize_question(q["question"]) for q in all_questions]
+    q_keys = [ner_key(text, model_id) for text in q_texts]
     cache = ExtractionCache(out)
     cached = cache.load()
     pending = _uncached(TASK_OPENIE, keys, [d.text for d in documents], cached)
     summary.reused_from_cache = len(documents) - len(pending)
     if config.questions.use_llm_ner:
-        pending += _uncached(TASK_NER, q_keys, [q["question"] for q in all_questions], cached)
+        pending += _uncached(TASK_NER, q_keys, q_texts, cached)
     t0 = time.perf_counter()
     for rec in run_extraction(pending, config, cache):
         cached[rec.doc_key] = rec

@@ -1,11 +1,7 @@
 """Question preprocessing: link each question to KG entities and derive its supporting entities.
 
-Mentions come from three sources, combined (see ARCHITECTURE.md §Indexing 7):
-1. the LLM's NER answer, keeping only mentions that occur in the question (the embedded model
-   sometimes "remembers" famous entities that are not there);
-2. dictionary matching of KG entity names in the question (normalized n-grams, longest first,
-   entity-like spans only, so generic words such as "film" do not link);
-3. when both find nothing, the whole question embedded against entity names (GFM-RAG's fallback).
+The linking itself is :func:`hoprag.linking.link_mentions`, the function query-time linking
+(serving, ``hoprag ask``, evaluation) runs too; the links stored here are a cache of that call.
 """
 
 from __future__ import annotations
@@ -19,9 +15,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from hoprag.embedding import Embedder, top_k_cosine
-from hoprag.text import dictionary_mentions, normalize_entity
-from indexing.config import QuestionLinkingConfig
+from hoprag.embedding import Embedder
+from hoprag.linking.config import LinkingConfig
+from hoprag.linking.linker import link_mentions, normalize_question
+from hoprag.text import normalize_entity
 
 
 @dataclass
@@ -40,63 +37,40 @@ def link_questions(
     title_to_doc: dict[str, int],
     doc_to_entities: dict[int, list[int]],
     embedder: Embedder,
-    config: QuestionLinkingConfig,
+    config: LinkingConfig,
 ) -> tuple[list[dict[str, Any]], LinkingStats]:
     """Processed questions (GFM-RAG fields) plus linking statistics."""
-    lookup = {n: i for i, n in enumerate(entity_names)}
     stats = LinkingStats(questions=len(questions))
-    # Embed all unmatched LLM mentions and all questions once, in two batched calls.
-    unmatched = sorted({normalize_entity(m) for ms in llm_mentions for m in ms} - set(lookup))
-    mention_link: dict[str, tuple[int, float]] = {}
-    if unmatched and len(entity_names):
-        idx, sims = top_k_cosine(embedder.encode(unmatched), entity_vectors, 1)
-        mention_link = {m: (int(i[0]), float(s[0])) for m, i, s in zip(unmatched, idx, sims, strict=True)}
+    links = link_mentions(
+        [normalize_question(q["question"]) for q in questions],
+        llm_mentions,
+        entity_names,
+        entity_vectors,
+        embedder,
+        config,
+    )
     out: list[dict[str, Any]] = []
-    pending_fallback: list[int] = []
-    for qi, (q, mentions) in enumerate(zip(questions, llm_mentions, strict=True)):
-        linked: dict[int, str] = {}
-        if config.use_llm_ner:
-            for m in mentions:
-                n = normalize_entity(m)
-                if n in lookup:
-                    linked.setdefault(lookup[n], "llm_exact")
-                elif n in mention_link and mention_link[n][1] >= config.min_link_similarity:
-                    linked.setdefault(mention_link[n][0], "llm_nearest")
-        if config.use_dictionary:
-            for n in dictionary_mentions(q["question"], lookup):
-                linked.setdefault(lookup[n], "dictionary")
+    for q, linked in zip(questions, links, strict=True):
         supporting_docs = [t for t in q.get("supporting_facts", []) if t in title_to_doc]
         stats.missing_supporting_docs += len(q.get("supporting_facts", [])) - len(supporting_docs)
         sup_entities: list[int] = sorted(
             {e for t in supporting_docs for e in doc_to_entities.get(title_to_doc[t], [])}
         )
-        if not linked:
-            pending_fallback.append(qi)
-        out.append(
-            {
-                "id": q["id"],
-                "question": q["question"],
-                "answer": q.get("answer", ""),
-                "answer_aliases": q.get("answer_aliases", []),
-                "supporting_docs": supporting_docs,
-                "supporting_entities": [entity_names[e] for e in sup_entities],
-                "_linked": linked,
-            }
-        )
-    if pending_fallback and len(entity_names):
-        q_vecs = embedder.encode([questions[i]["question"] for i in pending_fallback])
-        idx, _ = top_k_cosine(q_vecs, entity_vectors, 1)
-        for qi, best in zip(pending_fallback, idx, strict=True):
-            out[qi]["_linked"][int(best[0])] = "question_embedding"
-    for row in out:
-        linked = row.pop("_linked")
-        row["question_entities"] = [entity_names[e] for e in linked]
-        row["link_sources"] = list(linked.values())
-        stats.sources.update(linked.values())
-        if linked:
-            stats.with_entities += 1
+        row: dict[str, Any] = {
+            "id": q["id"],
+            "question": q["question"],
+            "answer": q.get("answer", ""),
+            "answer_aliases": q.get("answer_aliases", []),
+            "supporting_docs": supporting_docs,
+            "supporting_entities": [entity_names[e] for e in sup_entities],
+            "question_entities": list(linked.entities),
+            "link_sources": list(linked.sources),
+        }
+        stats.sources.update(linked.sources)
+        stats.with_entities += bool(linked.entities)
         answer = normalize_entity(row["answer"])
         row["answer_in_supporting_entities"] = bool(answer) and answer in set(row["supporting_entities"])
+        out.append(row)
     return out, stats
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from hoprag.llm.factory import LLMBackendConfig
-from hoprag.planner.config import PlannerConfig
+from hoprag.qa.config import QASettings
 
 
 class AutoscalingSettings(BaseModel):
@@ -72,17 +71,13 @@ class AuthSettings(BaseModel):
     )
 
 
-class QAAppSettings(BaseModel):
-    """Everything the QA app needs; every field has a default but ``index``."""
+class QAAppSettings(QASettings):
+    """Everything the QA app needs; every field has a default but ``index``. ``llm``, ``planner``
+    and ``retrieve`` are the QA settings that ``hoprag ask`` and evaluation take too."""
 
     index: str = Field(description="KG index directory (local path or a mounted volume).")
     retriever: str = Field(
         default="dense", description="'dense' or a GLM retriever / training run directory."
-    )
-    llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)
-    planner: PlannerConfig = Field(default_factory=PlannerConfig)
-    context_documents: int = Field(
-        default=3, ge=0, description="Document texts in the retrieve-mode answer prompt."
     )
     request_timeout_s: float = Field(
         default=120.0, gt=0, description="Per request; past it the answer is 504."

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="plan: PAI-2 planner; retrieve: single-shot GLM-RAG (one retrieval, one LLM call; "
         "uses --retriever, else the dense baseline)",
     )
-    a.add_argument("--top-k", type=int, default=5, help="documents returned (retrieve mode)")
+    a.add_argument("--top-k", type=int, default=5, help="documents returned")
     a.add_argument("--json", action="store_true", help="print one JSON object (answer, trace, cost)")
     add_config_args(a)
     a.set_defaults(handler=run_ask)
@@ -38,19 +38,18 @@ def run_ask(args: argparse.Namespace) -> int:
         raise UserError("ask: give --index INDEX_DIR (answer locally) or --url URL (a running server)")
     from hoprag.config import load_config
     from hoprag.kg.store import KGIndexError
-    from hoprag.planner.app import AskConfig, build_planner, build_retrieve_then_answer
     from hoprag.planner.planner import PlannerInputError
     from hoprag.planner.report import format_answer
+    from hoprag.qa.builder import build_qa_system
+    from hoprag.qa.config import QASettings, QASystemConfig
     from hoprag.retrieval.loading import RetrieverSpecError
 
-    config = load_config(AskConfig, args.config, args.overrides)
+    settings = load_config(QASettings, args.config, args.overrides)
+    config = QASystemConfig(
+        **settings.model_dump(), index=str(args.index), mode=args.mode, retriever=args.retriever
+    )
     try:
-        if args.mode == "retrieve":
-            result = build_retrieve_then_answer(args.index, config, args.retriever or "dense").answer(
-                args.question, top_k=args.top_k
-            )
-        else:
-            result = build_planner(args.index, config, args.retriever).answer(args.question)
+        result = build_qa_system(config).answer(args.question, top_k=args.top_k)
     except (KGIndexError, RetrieverSpecError, PlannerInputError, ValueError) as exc:
         raise UserError(str(exc)) from exc
     print(json.dumps(result.to_dict()) if args.json else format_answer(result))

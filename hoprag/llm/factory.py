@@ -7,12 +7,13 @@ constructor, model-id function) once; the config validation, :func:`build_llm` a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from hoprag.llm import embedded, openai_compat, reference, vllm_backend
-from hoprag.llm.base import LLM, BackendSpec
+from hoprag.llm.base import LLM, BackendSpec, Completion, GenerationParams, Prompt, PromptStyle
 from hoprag.llm.embedded import EmbeddedLLMConfig
 from hoprag.llm.openai_compat import OpenAICompatibleConfig
 from hoprag.llm.reference import ReferenceLLMConfig
@@ -61,3 +62,41 @@ def expected_model_id(config: LLMBackendConfig) -> str:
     Extraction-cache keys need it before any model is loaded (to decide what to skip).
     """
     return BACKENDS[config.backend].model_id(config.section())
+
+
+class LazyLLM:
+    """The configured backend, built on first use: ``model_id`` is known without loading it.
+
+    Evaluation workers of retrieval systems hold one for query-time entity linking, which reads
+    the index's stored links (keyed by model id) and loads the model only for a question that
+    has none. Thread-safe.
+    """
+
+    def __init__(self, config: LLMBackendConfig) -> None:
+        import threading
+
+        self.config = config
+        self._llm: LLM | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._llm is not None
+
+    def get(self) -> LLM:
+        """The backend (built now if it is not yet)."""
+        with self._lock:
+            if self._llm is None:
+                self._llm = build_llm(self.config)
+            return self._llm
+
+    @property
+    def model_id(self) -> str:
+        return self._llm.model_id if self._llm is not None else expected_model_id(self.config)
+
+    @property
+    def prompt_style(self) -> PromptStyle:
+        return self.get().prompt_style
+
+    def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
+        return self.get().generate(prompts, params)

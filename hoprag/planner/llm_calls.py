@@ -131,6 +131,31 @@ class CachedLLM:
     ) -> list[Completion]:
         """Completions for ``prompts`` (in order), from the cache where possible."""
         started = time.perf_counter()
+        out, fresh = self._complete(prompts, params)
+        new = [c for c, is_new in zip(out, fresh, strict=True) if is_new]
+        ledger.records.append(_record(purpose, len(prompts), new, time.perf_counter() - started))
+        return out
+
+    def complete_each(
+        self,
+        prompts: Sequence[Prompt],
+        params: GenerationParams,
+        ledgers: Sequence[CallLedger],
+        purpose: str,
+    ) -> list[Completion]:
+        """Like :meth:`complete` for prompts of different questions sent as one batch: each prompt's
+        call (or cache hit) and a share of the batch's time go to its own question's ledger."""
+        started = time.perf_counter()
+        out, fresh = self._complete(prompts, params)
+        share = (time.perf_counter() - started) / max(1, len(prompts))
+        for ledger, completion, is_new in zip(ledgers, out, fresh, strict=True):
+            ledger.records.append(_record(purpose, 1, [completion] if is_new else [], share))
+        return out
+
+    def _complete(
+        self, prompts: Sequence[Prompt], params: GenerationParams
+    ) -> tuple[list[Completion], list[bool]]:
+        """The completions, and for each whether it was generated now (False: cache or batch twin)."""
         keys = [_cache_key(self.model_id, p, params) for p in prompts]
         results: list[Completion | None] = [self._lookup(k) if self.cache_size > 0 else None for k in keys]
         # Identical prompts inside one batch are generated once.
@@ -149,17 +174,19 @@ class CachedLLM:
         by_key = {keys[i]: c for i, c in zip(todo, fresh, strict=True)}
         for k, c in by_key.items():
             self._store(k, c)
+        generated = set(todo)
         out = [r if r is not None else by_key[k] for k, r in zip(keys, results, strict=True)]
-        ledger.records.append(
-            CallRecord(
-                purpose=purpose,
-                prompts=len(prompts),
-                calls=len(fresh),
-                cache_hits=len(prompts) - len(fresh),
-                prompt_tokens=sum(c.prompt_tokens for c in fresh),
-                completion_tokens=sum(c.completion_tokens for c in fresh),
-                seconds=time.perf_counter() - started,
-                errors=[c.error for c in fresh if c.error],
-            )
-        )
-        return out
+        return out, [i in generated for i in range(len(prompts))]
+
+
+def _record(purpose: str, prompts: int, fresh: Sequence[Completion], seconds: float) -> CallRecord:
+    return CallRecord(
+        purpose=purpose,
+        prompts=prompts,
+        calls=len(fresh),
+        cache_hits=prompts - len(fresh),
+        prompt_tokens=sum(c.prompt_tokens for c in fresh),
+        completion_tokens=sum(c.completion_tokens for c in fresh),
+        seconds=seconds,
+        errors=[c.error for c in fresh if c.error],
+    )

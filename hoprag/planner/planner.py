@@ -17,7 +17,7 @@ import itertools
 import re
 import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from hoprag.extraction.parsing import parse_entity_list
 from hoprag.extraction.prompts import ner_prompt
@@ -51,6 +51,17 @@ _PLACEHOLDER = re.compile(r"\[[^\]]+\]")
 
 class PlannerInputError(ValueError):
     """A question the planner refuses (empty, or longer than ``max_question_chars``)."""
+
+
+def check_question(question: str, max_chars: int) -> str:
+    """The question whitespace-normalized, or :class:`PlannerInputError` when empty or too long
+    (every QA mode checks questions with this)."""
+    text = " ".join(question.split()) if isinstance(question, str) else ""
+    if not text:
+        raise PlannerInputError("the question is empty")
+    if len(text) > max_chars:
+        raise PlannerInputError(f"the question has {len(text)} characters; the limit is {max_chars}")
+    return text
 
 
 def build_traversals(
@@ -96,8 +107,24 @@ class Planner:
         self._lookup = {n: i for i, n in enumerate(kg.index.entity_names)}
 
     # -- public ------------------------------------------------------------------------------
-    def answer(self, question: str) -> Answer:
-        """Answer one question; never raises on LLM or retrieval trouble (see ``Answer.notes``)."""
+    @property
+    def mode(self) -> Literal["plan"]:
+        return "plan"
+
+    def answer_batch(self, questions: Sequence[str], top_k: int | None = None) -> list[Answer | Exception]:
+        """Each question in turn (a plan's calls depend on earlier answers); a refused question has
+        its :class:`PlannerInputError` in its place."""
+        out: list[Answer | Exception] = []
+        for question in questions:
+            try:
+                out.append(self.answer(question, top_k))
+            except PlannerInputError as exc:
+                out.append(exc)
+        return out
+
+    def answer(self, question: str, top_k: int | None = None) -> Answer:
+        """Answer one question (evidence documents cut to ``top_k``); never raises on LLM or
+        retrieval trouble (see ``Answer.notes``)."""
         question = self._validate(question)
         started = time.perf_counter()
         ledger = CallLedger()
@@ -138,6 +165,8 @@ class Planner:
                 or ""
             )
         triples, documents = self._evidence(steps)
+        if top_k is not None:
+            documents = documents[:top_k]
         return Answer(
             question=question,
             answer=final or NOT_ENOUGH_INFO,
@@ -433,14 +462,7 @@ class Planner:
         return values
 
     def _validate(self, question: str) -> str:
-        if not isinstance(question, str) or not question.strip():
-            raise PlannerInputError("the question is empty")
-        question = " ".join(question.split())
-        if len(question) > self.config.max_question_chars:
-            raise PlannerInputError(
-                f"the question has {len(question)} characters; the limit is {self.config.max_question_chars}"
-            )
-        return question
+        return check_question(question, self.config.max_question_chars)
 
 
 def _drop_copies(prompt: Prompt, value: T | None) -> T | None:

@@ -43,7 +43,8 @@ class StepTrace:
     index: int
     query: str
     entities: list[str] = field(default_factory=list)
-    entity_source: str = ""  # "dictionary" or "llm"
+    entity_source: str = ""  # "dictionary" or "llm" (plan steps); "linker" (retrieve mode)
+    seed_sources: dict[str, str] = field(default_factory=dict)  # seed entity -> the linker that found it
     matches: dict[str, list[tuple[str, float, bool]]] = field(default_factory=dict)
     clues: list[ClueTrace] = field(default_factory=list)
     answer: str = ""

@@ -1,5 +1,6 @@
 """The QA deployment: the PAI-2 planner (``plan`` mode) and single-shot GLM-RAG (``retrieve``
-mode), reaching the Retriever and LLM deployments through handles.
+mode), built by :mod:`hoprag.qa.builder` (as ``hoprag ask`` and evaluation build them) over the
+Retriever and LLM deployments reached through handles.
 
 A replica loads its index and embedder and waits for the LLM and Retriever deployments in its
 constructor by default, so Serve routes to it only once it can answer: a rolling update (a new
@@ -35,8 +36,7 @@ class QADeployment:
         self._retriever_handle = retriever_handle
         self._ready = threading.Event()
         self._load_error: BaseException | None = None
-        self._planner: Any = None
-        self._single_shot: Any = None
+        self._systems: dict[str, Any] = {}
         if settings.load_in_background:
             threading.Thread(target=self._load, name="qa-load", daemon=True).start()
             return
@@ -47,36 +47,19 @@ class QADeployment:
     def _load(self) -> None:
         try:
             time.sleep(self._settings.startup_delay_s)
-            from hoprag.planner.app import load_index_and_embedder
-            from hoprag.planner.knowledge import KnowledgeGraphView
-            from hoprag.planner.llm_calls import CachedLLM
-            from hoprag.planner.planner import Planner
-            from hoprag.qa import RetrieveThenAnswer
+            from hoprag.qa.builder import assemble_qa_system, load_components
             from serving.remote import RemoteLLM, RemoteRetriever
 
             s = self._settings
-            index, embedder = load_index_and_embedder(s.index)
-            kg = KnowledgeGraphView(index, embedder)
-            _ = kg.triple_vectors  # computed (or read from the cache) before taking traffic
             llm = RemoteLLM(self._llm_handle, timeout_s=s.request_timeout_s)
             _ = llm.model_id  # waits for the LLM deployment
             described = self._retriever_handle.describe.remote().result(
                 timeout_s=s.request_timeout_s * 5
             )  # and the Retriever
             retriever = RemoteRetriever(self._retriever_handle, name=str(described["retriever"]))
-            traversals = (
-                s.planner.traversals if "glm" in s.planner.traversals else [*s.planner.traversals, "glm"]
-            )
-            planner_config = s.planner.model_copy(update={"traversals": traversals})
-            self._planner = Planner(kg, llm, planner_config, retriever=retriever)
-            self._single_shot = RetrieveThenAnswer(
-                kg,
-                retriever,
-                CachedLLM(llm, cache_size=planner_config.cache_size),
-                context_documents=s.context_documents,
-                max_document_chars=planner_config.max_document_chars,
-                max_question_chars=planner_config.max_question_chars,
-            )
+            components = load_components(s.index, s, retriever=retriever, llm=llm)
+            _ = components.kg.triple_vectors  # computed (or read from the cache) before taking traffic
+            self._systems = {mode: assemble_qa_system(components, s, mode) for mode in ("retrieve", "plan")}
         except BaseException as exc:  # reported by ready() and check_health()
             self._load_error = exc
         finally:
@@ -101,11 +84,7 @@ class QADeployment:
             raise NotReadyError("the index and models are still loading")
         from serving.metrics import qa_metrics
 
-        if mode == "plan":
-            result = self._planner.answer(question)
-            result.documents = result.documents[:top_k]
-        else:
-            result = self._single_shot.answer(question, top_k=top_k)
+        result = self._systems[mode].answer(question, top_k=top_k)
         m = qa_metrics()
         m["llm_calls"].observe(result.llm_calls, tags={"mode": mode})
         for kind, count in (("prompt", result.prompt_tokens), ("completion", result.completion_tokens)):

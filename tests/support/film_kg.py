@@ -82,14 +82,37 @@ def film_questions() -> list[dict]:
 
 def write_film_index(out: Path, embedder, questions: bool = False) -> Path:
     """The film KG as an index directory; with ``questions`` also its processed test questions."""
-    from indexing.questions import questions_table
+    from hoprag.linking.config import LinkingConfig
+    from indexing.questions import link_questions, questions_table
 
     docs = [Document(t, ". ".join(" ".join(x) for x in ts) + ".") for t, ts in FILM_DOCS.items()]
     triples = [list(ts) for ts in FILM_DOCS.values()]
     tables = build_tables(docs, triples, [[] for _ in docs], embedder, SynonymConfig(enabled=False))
+    linking = LinkingConfig(use_llm_ner=False)  # dictionary + embedding: no LLM needed to link
     if questions:
-        tables.questions = questions_table(film_questions())
-    write_snapshot(out, tables, {"counts": {}, "embedder": "packaged:all-MiniLM-L6-v2"})
+        rows = film_questions()
+        linked, _ = link_questions(
+            rows,
+            [[] for _ in rows],
+            tables.entity_names,
+            tables.entity_embeddings,
+            {d.title: i for i, d in enumerate(docs)},
+            {},
+            embedder,
+            linking,
+        )
+        for row, links in zip(rows, linked, strict=True):
+            row["question_entities"], row["link_sources"] = links["question_entities"], links["link_sources"]
+        tables.questions = questions_table(rows)
+    write_snapshot(
+        out,
+        tables,
+        {
+            "counts": {},
+            "embedder": "packaged:all-MiniLM-L6-v2",
+            "config": {"questions": linking.model_dump(mode="json")},
+        },
+    )
     return out
 
 

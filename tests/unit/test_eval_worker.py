@@ -35,8 +35,7 @@ def test_rag_system_answers_scores_and_is_judged(tmp_path, embedder) -> None:
         worker = EvalWorker(
             str(index),
             {"name": "dense-rag", "kind": "qa", "pipeline": "rag", "retriever": "dense"},
-            llm_config,
-            {},
+            {"llm": llm_config},
             [1, 2],
             judge={"enabled": True, "context_relevance": True, "faithfulness": True, "llm": llm_config},
         )
@@ -63,7 +62,7 @@ def test_rag_system_answers_scores_and_is_judged(tmp_path, embedder) -> None:
 
 def test_entity_level_distance_by_hand(tmp_path, embedder) -> None:
     index = write_film_index(tmp_path / "index", embedder, questions=True)
-    worker = EvalWorker(str(index), {"name": "dense", "kind": "retrieval", "retriever": "dense"}, {}, {}, [2])
+    worker = EvalWorker(str(index), {"name": "dense", "kind": "retrieval", "retriever": "dense"}, {}, [2])
     rows = film_questions()
     out = [json.loads(r) for r in worker({"row": [json.dumps(r) for r in rows]})["result"]]
     by_id = {r["id"]: r for r in out}

@@ -261,25 +261,45 @@ def test_denoise_and_enhance_rewrite_the_question_first(film_kg) -> None:
     assert "enhance_question: unusable output, question kept" in result.notes
 
 
-def test_retrieve_mode_answers_in_one_call_from_documents_and_triples(film_kg, embedder) -> None:
-    from hoprag.qa import RetrieveThenAnswer
+def _retrieve_mode(film_kg, embedder, llm, **retrieve):
+    from hoprag.qa.builder import assemble_qa_system, retrieval_components
+    from hoprag.qa.config import QASettings, RetrieveModeSettings
     from hoprag.retrieval.dense import DenseRetriever
 
+    components = retrieval_components(film_kg.index, DenseRetriever(film_kg.index, embedder), embedder, llm)
+    return assemble_qa_system(components, QASettings(retrieve=RetrieveModeSettings(**retrieve)), "retrieve")
+
+
+def test_retrieve_mode_answers_in_one_call_from_documents_and_triples(film_kg, embedder) -> None:
     llm = ScriptedPlannerLLM([Rule("answer", "Carl Boese", "Document: My Cousin From Warsaw")])
-    qa = RetrieveThenAnswer(film_kg, DenseRetriever(film_kg.index, embedder), llm, context_documents=2)
+    qa = _retrieve_mode(film_kg, embedder, llm, context_documents=2)
     result = qa.answer("Who directed My Cousin From Warsaw?", top_k=3)
     assert result.answer == "Carl Boese" and result.llm_calls == 1
     assert result.documents[0].title == "My Cousin From Warsaw" and len(result.documents) == 3
     assert result.steps[0].entities == ["my cousin from warsaw"]
+    assert result.steps[0].seed_sources == {"my cousin from warsaw": "dictionary"}
     with pytest.raises(PlannerInputError):
         qa.answer("  ")
-    failing = RetrieveThenAnswer(
-        film_kg,
-        DenseRetriever(film_kg.index, embedder),
-        ScriptedPlannerLLM([Rule("answer", "", error="timeout")]),
-    )
+    failing = _retrieve_mode(film_kg, embedder, ScriptedPlannerLLM([Rule("answer", "", error="timeout")]))
     degraded = failing.answer("Who directed My Cousin From Warsaw?")
     assert degraded.not_enough_info and degraded.steps[0].degraded == ["answer: LLM error timeout"]
+
+
+def test_retrieve_mode_batches_and_keeps_a_refused_question_in_its_place(film_kg, embedder) -> None:
+    llm = ScriptedPlannerLLM([Rule("answer", "Carl Boese", "Document: My Cousin From Warsaw")], default="x")
+    qa = _retrieve_mode(film_kg, embedder, llm, context_documents=1)
+    first, refused, third = qa.answer_batch(
+        ["Who directed My Cousin From Warsaw?", " ", "Who is the spouse of Curtis Bernhardt?"], top_k=2
+    )
+    assert isinstance(refused, PlannerInputError)
+    assert first.answer == "Carl Boese" and third.answer == "x"
+    assert first.llm_calls == third.llm_calls == 1 and llm.batches == [2]  # one batch, a call each
+    assert [d.title for d in first.documents][:1] == ["My Cousin From Warsaw"] and len(third.documents) == 2
+    # Each prompt holds one document (context_documents=1; the default would give 3).
+    block = next(b for k, b in llm.prompts if "Who directed My Cousin" in b)
+    assert [line for line in block.splitlines() if line.startswith("Document: ")] == [
+        "Document: My Cousin From Warsaw: My Cousin From Warsaw directed by Carl Boese."
+    ]
 
 
 def test_a_failing_traversal_degrades_to_a_note(film_kg) -> None:

@@ -11,7 +11,7 @@ import math
 
 from hoprag.planner.knowledge import KnowledgeGraphView
 from hoprag.planner.traversal.base import ClueQuery, Knowledge, ScoredTriple
-from hoprag.retrieval.base import RetrievalQuery, Retriever
+from hoprag.retrieval.base import RetrievalQuery, RetrievalResult, Retriever
 
 
 class RetrieverTraversal:
@@ -38,12 +38,17 @@ class RetrieverTraversal:
     def retrieve(self, query: ClueQuery) -> Knowledge:
         seeds = tuple(self.kg.index.entity_names[s] for s in query.seeds)
         result = self.retriever.retrieve([RetrievalQuery(query.text, seeds)], self.top_documents)[0]
+        return self.knowledge(query.seeds, result)
+
+    def knowledge(self, seeds: tuple[int, ...], result: RetrievalResult) -> Knowledge:
+        """The documents of a retrieval result, and the fact triples joining its top entities (or a
+        top entity and a seed), scored by the mean of their entity probabilities."""
         probability: dict[int, float] = {}
         for name, logit in result.entities[: self.top_entities]:
             eid = self.kg.index.entity_id(name)
             if eid is not None:
                 probability[eid] = 1.0 / (1.0 + math.exp(-logit))
-        anchors = set(probability) | set(query.seeds)
+        anchors = set(probability) | set(seeds)
         scored: dict[int, float] = {}
         for e, p in probability.items():
             neighbors, triples = self.kg.index.neighbors(e)

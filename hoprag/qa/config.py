@@ -1,0 +1,51 @@
+"""Typed config of a QA system: index, retriever, LLM, mode and the modes' settings."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hoprag.llm.factory import LLMBackendConfig
+from hoprag.planner.config import PlannerConfig
+from hoprag.qa.system import QAMode
+
+
+class RetrieveModeSettings(BaseModel):
+    """Single-shot GLM-RAG (``retrieve`` mode): what goes into its one answer prompt."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    context_documents: int = Field(
+        default=3, ge=0, description="Texts of the top documents in the answer prompt."
+    )
+    max_document_chars: int = Field(
+        default=600, ge=50, description="Each document text is cut to this length."
+    )
+    max_triples: int = Field(
+        default=25, ge=0, description="Fact triples joining the retriever's top entities in the prompt."
+    )
+
+
+class QASettings(BaseModel):
+    """How questions are answered: the LLM and each mode's settings (``hoprag ask --config``, the
+    ``llm``/``planner``/``retrieve`` sections of serving and evaluation configs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)
+    planner: PlannerConfig = Field(default_factory=PlannerConfig)
+    retrieve: RetrieveModeSettings = Field(default_factory=RetrieveModeSettings)
+
+
+class QASystemConfig(QASettings):
+    """One QA system: :func:`hoprag.qa.builder.build_qa_system` turns it into a ready system."""
+
+    index: str = Field(description="KG index directory.")
+    mode: QAMode = Field(
+        default="retrieve",
+        description="retrieve: single-shot GLM-RAG; plan: the PAI-2 planner; no_context: the LLM alone.",
+    )
+    retriever: str | None = Field(
+        default=None,
+        description="'dense' or a GLM retriever / training run directory. retrieve mode: default 'dense'; "
+        "plan mode: when given, the planner also walks it as the 'glm' traversal.",
+    )

@@ -1,0 +1,29 @@
+"""The contract every QA mode implements: a question (or a batch) in, an ``Answer`` out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Protocol, runtime_checkable
+
+from hoprag.planner.trace import Answer
+
+QAMode = Literal["retrieve", "plan", "no_context"]
+QA_MODES: tuple[QAMode, ...] = ("retrieve", "plan", "no_context")
+
+
+@runtime_checkable
+class QASystem(Protocol):
+    """Answers questions over one index (thread-safe: serving replicas share one instance)."""
+
+    @property
+    def mode(self) -> QAMode: ...
+
+    def answer(self, question: str, top_k: int = 5) -> Answer:
+        """One question; raises :class:`~hoprag.planner.planner.PlannerInputError` for a question the
+        system refuses (empty, too long), never for LLM or retrieval trouble (see ``Answer.notes``)."""
+        ...
+
+    def answer_batch(self, questions: Sequence[str], top_k: int = 5) -> list[Answer | Exception]:
+        """Several questions at once (batched where the mode can); a question that fails has its
+        exception in its place, the others are unaffected."""
+        ...
