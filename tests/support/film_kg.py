@@ -55,10 +55,27 @@ FILM_QUESTIONS = [
 ]
 
 
-def film_questions() -> list[dict]:
-    """Processed test questions over the film KG (hops in the metadata, like the synthetic generator)."""
+# The same questions with their entity spelled differently from the KG name (the generator's
+# variant kinds): dictionary matching misses the first and the last; NER or the embedding must link them.
+FILM_VARIANT_QUESTIONS = [
+    (
+        "who directed my cousin from warsaw?",
+        "Carl Boese",
+        ["My Cousin From Warsaw"],
+        ["my cousin from warsaw"],
+        1,
+    ),
+    ("Who is the spouse of Curtis-Bernhardt?", "Pearl Argyle", ["Curtis Bernhardt"], ["curtis bernhardt"], 1),
+    ("which drug treats the kellan fever?", "Ostarizumab", ["Ostarizumab"], ["kellan fever"], 1),
+]
+
+
+def film_questions(variants: bool = False) -> list[dict]:
+    """Processed test questions over the film KG (hops in the metadata, like the synthetic generator);
+    with ``variants`` also :data:`FILM_VARIANT_QUESTIONS`."""
     rows = []
-    for i, (q, a, docs, entities, hops) in enumerate(FILM_QUESTIONS):
+    listed = FILM_QUESTIONS + (FILM_VARIANT_QUESTIONS if variants else [])
+    for i, (q, a, docs, entities, hops) in enumerate(listed):
         in_corpus = [d for d in docs if d in FILM_DOCS]
         gold_entities = sorted({x.lower() for d in in_corpus for t in FILM_DOCS[d] for x in (t[0], t[2])})
         rows.append(
@@ -74,26 +91,44 @@ def film_questions() -> list[dict]:
                 "supporting_docs": in_corpus,
                 "supporting_entities": gold_entities,
                 "answer_in_supporting_entities": True,
-                "metadata": {"hops": hops, "domain": "film"},
+                "metadata": {
+                    "hops": hops,
+                    "domain": "film",
+                    "spelling": "variant" if i >= len(FILM_QUESTIONS) else "exact",
+                },
             }
         )
     return rows
 
 
-def write_film_index(out: Path, embedder, questions: bool = False) -> Path:
-    """The film KG as an index directory; with ``questions`` also its processed test questions."""
+def write_film_index(
+    out: Path, embedder, questions: bool = False, ner_llm=None, variants: bool = False
+) -> Path:
+    """The film KG as an index directory; with ``questions`` also its processed test questions,
+    linked as ``hoprag index`` links them: dictionary + embedding, and with ``ner_llm`` also that
+    LLM's NER (recorded in the manifest like an index built with that LLM)."""
+    from hoprag.extraction.prompts import PROMPT_VERSION
     from hoprag.linking.config import LinkingConfig
+    from hoprag.linking.linker import normalize_question
+    from indexing.extract import extract_question_mentions, ner_key
     from indexing.questions import link_questions, questions_table
 
     docs = [Document(t, ". ".join(" ".join(x) for x in ts) + ".") for t, ts in FILM_DOCS.items()]
     triples = [list(ts) for ts in FILM_DOCS.values()]
     tables = build_tables(docs, triples, [[] for _ in docs], embedder, SynonymConfig(enabled=False))
-    linking = LinkingConfig(use_llm_ner=False)  # dictionary + embedding: no LLM needed to link
+    linking = LinkingConfig(use_llm_ner=ner_llm is not None)
+    manifest: dict = {}
     if questions:
-        rows = film_questions()
+        rows = film_questions(variants)
+        mentions: list[list[str]] = [[] for _ in rows]
+        if ner_llm is not None:
+            texts = [normalize_question(r["question"]) for r in rows]
+            keys = [ner_key(t, ner_llm.model_id) for t in texts]
+            mentions = [r.entities for r in extract_question_mentions(ner_llm, keys, texts)]
+            manifest = {"llm_model_id": ner_llm.model_id, "prompt_version": PROMPT_VERSION}
         linked, _ = link_questions(
             rows,
-            [[] for _ in rows],
+            mentions,
             tables.entity_names,
             tables.entity_embeddings,
             {d.title: i for i, d in enumerate(docs)},
@@ -111,6 +146,7 @@ def write_film_index(out: Path, embedder, questions: bool = False) -> Path:
             "counts": {},
             "embedder": "packaged:all-MiniLM-L6-v2",
             "config": {"questions": linking.model_dump(mode="json")},
+            **manifest,
         },
     )
     return out
