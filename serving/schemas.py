@@ -5,9 +5,9 @@ Handlers live in :mod:`serving.deployments.ingress`; these models are the contra
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 MAX_QUESTION_CHARS = 2000
 MAX_TOP_K = 50
@@ -69,15 +69,81 @@ class ErrorBody(BaseModel):
     type: str
     message: str
     request_id: str
+    detail: str | None = Field(
+        default=None,
+        description="/readyz only, and only to an authenticated caller (or with auth off): why the app "
+        "is not ready (the load error).",
+    )
 
 
 class ErrorResponse(BaseModel):
     error: ErrorBody
 
 
+class ReadyResponse(BaseModel):
+    status: Literal["ready"]
+
+
+class NotReadyResponse(BaseModel):
+    status: Literal["loading", "failed"] = Field(
+        description="loading: the index and models are still loading (or the QA deployment did not "
+        "answer in time); failed: they could not be loaded."
+    )
+    error: ErrorBody
+
+
+class ChatTextPart(BaseModel):
+    """A text part of a message's content (the only kind hoprag reads)."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ChatOtherPart(BaseModel):
+    """Any other content part (image_url, input_audio, ...): accepted and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+
+
+def _part_kind(part: Any) -> str:
+    kind = part.get("type") if isinstance(part, dict) else getattr(part, "type", None)
+    return "text" if kind == "text" else "other"
+
+
+def _content_kind(content: Any) -> str:
+    return "none" if content is None else "string" if isinstance(content, str) else "parts"
+
+
+# Tagged unions: a part whose type is "text" must be a valid text part (a text that is not a string
+# is a 422, never a part taken for an ignored kind), and an invalid value gets one error, whose
+# location names the branch (e.g. ``messages.0.content.parts.0.text.text``).
+ChatContentPart = Annotated[
+    Annotated[ChatTextPart, Tag("text")] | Annotated[ChatOtherPart, Tag("other")],
+    Discriminator(_part_kind),
+]
+ChatContent = Annotated[
+    Annotated[str, Tag("string")]
+    | Annotated[list[ChatContentPart], Tag("parts")]
+    | Annotated[None, Tag("none")],
+    Discriminator(_content_kind),
+]
+
+
 class ChatMessageIn(BaseModel):
     role: Literal["system", "user", "assistant", "tool", "developer"]
-    content: str | list[dict[str, Any]] | None = None
+    content: ChatContent = Field(
+        default=None, description="A string, or a list of content parts (only text parts are read)."
+    )
+
+    def text(self) -> str:
+        """The content's text: the string, or the text parts joined with spaces."""
+        if isinstance(self.content, str):
+            return self.content
+        if not self.content:
+            return ""
+        return " ".join(p.text for p in self.content if isinstance(p, ChatTextPart))
 
 
 class ChatCompletionRequest(BaseModel):

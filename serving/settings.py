@@ -71,6 +71,25 @@ class AuthSettings(BaseModel):
     )
 
 
+class RequestLimits(BaseModel):
+    """Bounds on what the ingress accepts from an HTTP caller (checked before any work is queued)."""
+
+    max_body_bytes: int = Field(
+        default=1_048_576,
+        ge=1,
+        description="Largest request body, in bytes, on every route: a larger one is answered 413 "
+        "before it is parsed (by its Content-Length, or by counting the bytes of a chunked body).",
+    )
+    max_chat_messages: int = Field(
+        default=64, ge=1, description="Most messages in one chat-completions request (more: 422)."
+    )
+    max_message_chars: int = Field(
+        default=16_000,
+        ge=1,
+        description="Most characters in one chat message's content (its text parts together; more: 422).",
+    )
+
+
 class QAAppSettings(QASettings):
     """Everything the QA app needs; every field has a default but ``index``. ``llm``, ``planner``
     and ``retrieve`` are the QA settings that ``hoprag ask`` and evaluation take too."""
@@ -83,6 +102,9 @@ class QAAppSettings(QASettings):
         default=120.0, gt=0, description="Per request; past it the answer is 504."
     )
     auth: AuthSettings = Field(default_factory=AuthSettings)
+    limits: RequestLimits = Field(
+        default_factory=RequestLimits, description="Request size bounds enforced by the ingress."
+    )
     batching: BatchingSettings = Field(default_factory=BatchingSettings)
     load_in_background: bool = Field(
         default=False,

@@ -1,39 +1,60 @@
 """The FastAPI ingress: ``POST /v1/qa``, ``POST /v1/chat/completions``, ``GET /v1/models``,
 ``GET /healthz``, ``GET /readyz`` (OpenAPI docs at ``/docs``).
 
+Every request passes :class:`RequestGuard` (pure ASGI middleware, outside FastAPI's routing)
+before any of its body is read: first the bearer token, when auth is on, on every path but the
+open ones (``/healthz``, ``/readyz`` and the OpenAPI docs), compared in constant time; then the
+body size (``limits.max_body_bytes``): a larger ``Content-Length`` is refused at once, and a
+chunked body is counted as it arrives; the body reaches FastAPI (and its parsing) only once it is
+known to be small enough. The chat route also bounds the number of messages and each message's
+length (``limits``).
+
 Errors are JSON ``{"error": {"type", "message", "request_id"}}``: 400 malformed JSON or a
-question the pipeline refuses, 401 missing/wrong bearer token (when auth is on), 422 invalid
-fields, 503 overloaded (queue full), not ready, or a backend replica died mid-request (all with
+question the pipeline refuses, 401 missing/wrong bearer token (when auth is on; answered before
+the body is read, whatever the body), 413 a body over ``limits.max_body_bytes``
+(``payload_too_large``), 422 invalid fields (including too many chat messages or too long a
+message), 503 overloaded (queue full), not ready, or a backend replica died mid-request (all with
 ``Retry-After``), 504 past the request timeout,
 500 anything else. Every response carries ``X-Request-ID`` (the caller's, or one Serve made), and
 the body's ``request_id`` is the same id.
+
+``/readyz`` tells anyone only ``ready`` (200) or ``loading`` / ``failed`` (503, ``Retry-After``);
+why a load failed (the exception) is logged, and returned (``error.detail``) only to a caller with
+the bearer token, or to anyone when auth is off.
 
 No ``from __future__ import annotations`` here: FastAPI reads the handlers' annotations at
 route registration, and Serve's ingress wrapper cannot resolve string annotations.
 """
 
 import asyncio
+import hmac
 import logging
 import os
 import re
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from ray import serve
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hoprag import __version__
 from serving.schemas import (
     ChatCompletionRequest,
     ChatCompletionResponse,
     ErrorResponse,
+    NotReadyResponse,
     QARequest,
     QAResponse,
+    ReadyResponse,
 )
-from serving.settings import QAAppSettings
+from serving.settings import QAAppSettings, RequestLimits
 
 logger = logging.getLogger("ray.serve")
 
@@ -45,9 +66,11 @@ api = FastAPI(
 )
 
 _REQUEST_ID = re.compile(r"^[\w.:-]{1,64}$")
+_CONTENT_LENGTH = re.compile(r"^\s*[0-9]+\s*$")
 _ERRORS = {
     400: "bad_request",
     401: "unauthorized",
+    413: "payload_too_large",
     422: "invalid_request",
     500: "internal_error",
     503: "unavailable",
@@ -129,13 +152,146 @@ def _error_kind(exc: BaseException) -> str:
 
 def _last_user_text(body: ChatCompletionRequest) -> str:
     for message in reversed(body.messages):
-        if message.role != "user":
-            continue
-        if isinstance(message.content, str):
-            return message.content.strip()
-        if isinstance(message.content, list):
-            return " ".join(p.get("text", "") for p in message.content if p.get("type") == "text").strip()
+        if message.role == "user" and message.content is not None:
+            return message.text().strip()
     return ""
+
+
+def _check_chat_limits(body: ChatCompletionRequest, limits: RequestLimits) -> None:
+    """422 for more messages than ``limits.max_chat_messages`` or a message's content longer than
+    ``limits.max_message_chars`` (its text parts together)."""
+    if len(body.messages) > limits.max_chat_messages:
+        raise APIError(
+            422,
+            f"messages: at most {limits.max_chat_messages} messages per request "
+            f"(got {len(body.messages)}; limits.max_chat_messages)",
+        )
+    for i, message in enumerate(body.messages):
+        chars = len(message.text())
+        if chars > limits.max_message_chars:
+            raise APIError(
+                422,
+                f"messages.{i}.content: at most {limits.max_message_chars} characters per message "
+                f"(got {chars}; limits.max_message_chars)",
+            )
+
+
+# -- the request guard: auth, then body size, before FastAPI reads anything ------------------------
+OPEN_PATHS = frozenset(
+    path
+    for path in (
+        "/healthz",
+        "/readyz",
+        api.openapi_url,
+        api.docs_url,
+        api.redoc_url,
+        api.swagger_ui_oauth2_redirect_url,
+    )
+    if path
+)
+
+
+@dataclass(frozen=True)
+class GuardPolicy:
+    """What :class:`RequestGuard` enforces: the bearer token (None: auth off) and the body limit."""
+
+    token: str | None
+    max_body_bytes: int
+
+
+def bearer_token_ok(headers: Headers, token: str) -> bool:
+    """Whether ``Authorization: Bearer <token>`` carries ``token``; compared in constant time, on the
+    header's raw bytes (Starlette decodes headers as latin-1, so this round-trips them exactly)."""
+    scheme, _, given = headers.get("authorization", "").partition(" ")
+    same = hmac.compare_digest(given.strip().encode("latin-1"), token.encode("utf-8"))
+    return same and scheme.lower() == "bearer"
+
+
+def _route_path(scope: Scope) -> str:
+    """The path the app routes on: without the ``root_path`` Serve sets for an app's route prefix
+    (as Starlette's router strips it)."""
+    path: str = scope.get("path", "")
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
+        return path[len(root) :] or "/"
+    return path
+
+
+def _replica_policy() -> GuardPolicy:
+    """The guard policy of the QAIngress replica serving this request (set by its constructor)."""
+    policy: GuardPolicy = serve.get_replica_context().servable_object.guard_policy
+    return policy
+
+
+class RequestGuard:
+    """Pure ASGI middleware, outermost of the app's own: it answers 401 (auth on, a path not in
+    :data:`OPEN_PATHS`, no valid bearer token) from the headers alone, then 413 when the body is
+    over ``max_body_bytes`` (by ``Content-Length``, else counting the body's chunks as they
+    arrive), and only then hands the app the (buffered) body to parse. ``policy`` is called once
+    per request."""
+
+    def __init__(self, app: ASGIApp, policy: Callable[[], GuardPolicy]) -> None:
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        policy = self.policy()
+        request = Request(scope)
+        if (
+            policy.token is not None
+            and _route_path(scope) not in OPEN_PATHS
+            and not bearer_token_ok(request.headers, policy.token)
+        ):
+            response = _error(
+                401, "missing or wrong bearer token", _request_id(request), {"WWW-Authenticate": "Bearer"}
+            )
+            await response(scope, receive, send)
+            return
+        limit = policy.max_body_bytes
+
+        async def too_large() -> None:
+            message = f"the request body is larger than {limit} bytes (limits.max_body_bytes)"
+            await _error(413, message, _request_id(request))(scope, receive, send)
+
+        declared = request.headers.get("content-length")
+        if declared is not None:
+            if not _CONTENT_LENGTH.match(declared):
+                await _error(400, "invalid Content-Length header", _request_id(request))(scope, receive, send)
+                return
+            if int(declared) > limit:
+                await too_large()
+                return
+        chunks: list[bytes] = []
+        size = 0
+        while True:  # bounded: at most limit bytes are kept, whatever the sender claims or streams
+            message = await receive()
+            if message["type"] != "http.request":  # http.disconnect: nobody to answer
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await too_large()
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body: Message | None = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        async def replay() -> Message:
+            nonlocal body
+            if body is not None:
+                message, body = body, None
+                return message
+            return await receive()  # after the body: the disconnect, when it comes
+
+        await self.app(scope, replay, send)
+
+
+# Registered before @serve.ingress below, which freezes a copy of the app for the replicas.
+api.add_middleware(RequestGuard, policy=_replica_policy)
 
 
 @serve.deployment(name="QAIngress")
@@ -144,19 +300,20 @@ class QAIngress:
     def __init__(self, qa_handle: Any, settings: QAAppSettings) -> None:
         self._qa = qa_handle
         self._timeout_s = settings.request_timeout_s
+        self._limits = settings.limits
         env = settings.auth.token_env
         self._token = os.environ.get(env, "") if env else None
         if env and not self._token:
             raise RuntimeError(f"auth is on (auth.token_env={env!r}) but ${env} is empty or unset")
+        # Read by RequestGuard (through the replica context) on every request.
+        self.guard_policy = GuardPolicy(token=self._token, max_body_bytes=settings.limits.max_body_bytes)
+        self._logged_not_ready: tuple[str, str] | None = None
 
     # -- helpers -----------------------------------------------------------------------------
-    def _authorize(self, request: Request) -> None:
-        if self._token is None:
-            return
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or token != self._token:
-            raise APIError(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
+    def _authenticated(self, request: Request) -> bool:
+        """Whether the caller may see internals (auth off, or a valid bearer token). Routes other
+        than the open ones never run unauthenticated: RequestGuard answers 401 first."""
+        return self._token is None or bearer_token_ok(request.headers, self._token)
 
     async def _answer(
         self, question: str, mode: str, top_k: int, request_id: str, route: str
@@ -214,26 +371,46 @@ class QAIngress:
         return {"status": "ok"}
 
     @api.get(
-        "/readyz", summary="Readiness: index and models loaded", responses={503: {"model": ErrorResponse}}
+        "/readyz",
+        response_model=ReadyResponse,
+        summary="Readiness: index and models loaded",
+        description="200 `ready`, else 503 `loading` or `failed` with Retry-After. Why it failed "
+        "(`error.detail`) is returned only with a valid bearer token (or with auth off).",
+        responses={503: {"model": NotReadyResponse}},
     )
-    async def readyz(self, request: Request) -> dict[str, str]:
+    async def readyz(self, request: Request) -> JSONResponse:
         try:
             status = await asyncio.wait_for(self._qa.load_status.remote(), timeout=5)
-        except BaseException as exc:
-            status = f"QA deployment unreachable ({type(exc).__name__})"
-        if status != "ready":
-            raise APIError(503, f"not ready: {status}", {"Retry-After": "5"})
-        return {"status": "ready"}
+        except TimeoutError:  # asyncio's is the builtin since 3.11
+            status = "loading: the QA deployment did not answer within 5 s (starting, or busy)"
+        except Exception as exc:
+            status = f"failed: the QA deployment is unreachable: {exc!r}"
+        state, _, detail = str(status).partition(": ")
+        if state == "ready":
+            return JSONResponse({"status": "ready"})
+        if state not in ("loading", "failed"):
+            state, detail = "failed", str(status)
+        if (state, detail) != self._logged_not_ready:  # once per change, not once per probe
+            self._logged_not_ready = (state, detail)
+            log = logger.warning if state == "failed" else logger.info
+            log("readyz: not ready (%s)%s", state, f": {detail}" if detail else "")
+        error: dict[str, Any] = {
+            "type": _ERRORS[503],
+            "message": f"not ready: {state}",
+            "request_id": _request_id(request),
+        }
+        if detail and self._authenticated(request):
+            error["detail"] = detail
+        return JSONResponse({"status": state, "error": error}, status_code=503, headers={"Retry-After": "5"})
 
     @api.post(
         "/v1/qa",
         response_model=QAResponse,
         summary="Answer a question",
-        responses={code: {"model": ErrorResponse} for code in (400, 401, 422, 500, 503, 504)},
+        responses={code: {"model": ErrorResponse} for code in (400, 401, 413, 422, 500, 503, 504)},
     )
     async def qa(self, body: QARequest, request: Request) -> JSONResponse:
         request_id = _request_id(request)
-        self._authorize(request)
         result = await self._answer(body.question, body.mode, body.top_k, request_id, "qa")
         response = QAResponse(
             request_id=request_id,
@@ -251,8 +428,7 @@ class QAIngress:
         return JSONResponse(response.model_dump(mode="json"))
 
     @api.get("/v1/models", summary="OpenAI-compatible model list")
-    async def models(self, request: Request) -> dict[str, Any]:
-        self._authorize(request)
+    async def models(self) -> dict[str, Any]:
         data = [{"id": m, "object": "model", "owned_by": "hoprag"} for m in ("hoprag", "hoprag-plan")]
         return {"object": "list", "data": data}
 
@@ -260,11 +436,11 @@ class QAIngress:
         "/v1/chat/completions",
         response_model=ChatCompletionResponse,
         summary="OpenAI-compatible: answers the last user message through the QA pipeline",
-        responses={code: {"model": ErrorResponse} for code in (400, 401, 422, 503, 504)},
+        responses={code: {"model": ErrorResponse} for code in (400, 401, 413, 422, 500, 503, 504)},
     )
     async def chat(self, body: ChatCompletionRequest, request: Request) -> JSONResponse:
         request_id = _request_id(request)
-        self._authorize(request)
+        _check_chat_limits(body, self._limits)
         if body.stream:
             raise APIError(400, "streaming is not supported; send stream=false")
         question = _last_user_text(body)

@@ -237,6 +237,19 @@ def test_auth_is_enforced_when_on(served) -> None:
     assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
     assert httpx.get(f"{served.base}/healthz", timeout=30).status_code == 200  # probes need no token
     assert httpx.get(f"{served.base}/openapi.json", timeout=30).json()["paths"]["/v1/qa"]
+    # The request guard runs in the replica Serve started: auth before the body is read (a malformed
+    # or oversized body without a token is a 401), then the body limit (413), then parsing.
+    json_type = {"Content-Type": "application/json"}
+    too_big = b'{"question": "' + b"x" * 1_048_576 + b'"}'
+    for content in (b'{"question": ', too_big):
+        r = httpx.post(f"{served.base}/v1/qa", content=content, headers=json_type, timeout=30)
+        assert r.status_code == 401, r.text
+    r = httpx.post(f"{served.base}/v1/qa", content=too_big, headers={**_auth(), **json_type}, timeout=30)
+    assert r.status_code == 413 and r.json()["error"]["type"] == "payload_too_large"
+    assert r.json()["error"]["request_id"] == r.headers["x-request-id"]
+    bad_part = {"model": "hoprag", "messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}
+    r = httpx.post(f"{served.base}/v1/chat/completions", json=bad_part, headers=_auth(), timeout=30)
+    assert r.status_code == 422 and r.json()["error"]["type"] == "invalid_request"
 
 
 def test_auth_off_needs_no_token(served) -> None:

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from serving.schemas import QARequest
-from serving.settings import QAAppSettings
+from serving.settings import QAAppSettings, RequestLimits
 
 CONFIGS = sorted((Path(__file__).parents[2] / "serving" / "config").glob("*.yaml"))
 
@@ -53,6 +53,23 @@ def test_request_schema_limits() -> None:
     ):
         with pytest.raises(ValueError):
             QARequest.model_validate(bad)
+
+
+def test_request_limits_are_typed_settings_with_defaults() -> None:
+    limits = QAAppSettings(index="x").limits
+    assert limits == RequestLimits()
+    assert (
+        limits.max_body_bytes == 1_048_576 and limits.max_chat_messages > 1 and limits.max_message_chars > 0
+    )
+    assert all(field.description for field in RequestLimits.model_fields.values())
+    assert QAAppSettings.model_fields["limits"].description
+    custom = QAAppSettings.model_validate({"index": "x", "limits": {"max_body_bytes": 4096}})
+    assert (
+        custom.limits.max_body_bytes == 4096 and custom.limits.max_chat_messages == limits.max_chat_messages
+    )
+    for bad in ({"max_body_bytes": 0}, {"max_chat_messages": 0}, {"max_message_chars": -1}):
+        with pytest.raises(ValueError):
+            QAAppSettings.model_validate({"index": "x", "limits": bad})
 
 
 def test_building_the_app_checks_its_sources_without_loading_them(tmp_path: Path, embedder) -> None:
