@@ -532,3 +532,14 @@ def test_cli_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     world = json.loads((tmp_path / "raw" / "world.json").read_text(encoding="utf-8"))
     assert world["config"]["variant_spelling_fraction"] == 0.2
 
+
+def test_spelling_is_an_eval_report_breakdown() -> None:
+    from evaluation.report import BREAKDOWN_KEYS, _breakdown
+
+    records = [
+        {"metrics": {"recall@5": 1.0}, "meta": {"spelling": "exact"}},
+        {"metrics": {"recall@5": 0.5}, "meta": {"spelling": "exact"}},
+        {"metrics": {"recall@5": 0.0}, "meta": {"spelling": "abbreviation"}},
+    ]
+    assert "spelling" in BREAKDOWN_KEYS
+    assert _breakdown(records, "spelling", "recall@5") == {"exact": 0.75, "abbreviation": 0.0}
