@@ -150,12 +150,13 @@ def _analysis(out: Path, meta: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-BREAKDOWN_KEYS = ("hops", "type", "supporting_docs", "entity_distance")
+# "spelling": the synthetic generator's respelled topic entities (absent elsewhere, so not shown).
+BREAKDOWN_KEYS = ("hops", "type", "supporting_docs", "entity_distance", "spelling")
 BREAKDOWN_METRICS = ("recall@5", "em")
 
 
 def _breakdowns(out: Path, meta: dict[str, Any]) -> dict[str, Any]:
-    """benchmark → key (hops, question type, number of supporting documents) → system → metric → value → mean."""
+    """benchmark → key (hops, question type, number of supporting documents, ...) → system → metric → value → mean."""
     result: dict[str, Any] = {}
     for bench in meta["benchmarks"]:
         for s in meta["systems"]:

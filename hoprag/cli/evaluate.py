@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--by",
         default=None,
         metavar="FIELD",
-        help="also report per value of a question field (domain, type, hops)",
+        help="also report per value of a question field (domain, type, hops; spelling on synthetic benchmarks)",
     )
     er.add_argument("--json", action="store_true", help="print one JSON object")
     er.add_argument(

@@ -19,6 +19,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument(
         "--held-out-domains", nargs="+", default=[], help="domains whose questions go only to test"
     )
+    g.add_argument(
+        "--variant-spelling-fraction",
+        type=float,
+        default=None,
+        metavar="F",
+        help="fraction of questions whose topic entity is respelled (case, punctuation, abbreviation, "
+        "'the'); recorded per question as 'spelling' (default: 0.2)",
+    )
     g.set_defaults(handler=run_generate)
 
 
@@ -27,6 +35,9 @@ def run_generate(args: argparse.Namespace) -> int:
 
     from hoprag.data.synthetic import DOMAINS, SyntheticConfig, write_benchmark
 
+    optional = {}
+    if args.variant_spelling_fraction is not None:
+        optional["variant_spelling_fraction"] = args.variant_spelling_fraction
     try:
         config = SyntheticConfig(
             seed=args.seed,
@@ -35,6 +46,7 @@ def run_generate(args: argparse.Namespace) -> int:
             num_test_questions=args.test_questions,
             domains=args.domains or list(DOMAINS),
             held_out_domains=args.held_out_domains,
+            **optional,
         )
     except ValidationError as exc:
         raise UserError(f"generate: {exc}") from exc

@@ -9,7 +9,13 @@ from those facts, as a perfect extractor would:
   naming it states them, as ``(subject | relation | object)`` lines. (A sentence naming two
   entities that hold several relations yields all of them, e.g. a city "located in" a country
   also gives that country's "capital" fact: true facts, slightly more than the sentence says.)
-* NER (``Question: ...`` / ``Entities:``): the world entity names that occur in the question.
+* NER (``Question: ...`` / ``Entities:``): the world entity names that occur in the question, then
+  the mentions that name a world entity in another spelling (``hoprag generate`` respells the topic
+  entity of a fraction of its questions: "brado tranford", "B. Tranford", "the Brado Systems"), as
+  written in the question, the way a real NER model answers (a mention grounded in the question
+  text, not the KG's spelling: linking it is the indexing's job). Variants are recognised by
+  :class:`~hoprag.data.synthetic.spelling.NameMatcher` (case, punctuation, initials and dotted
+  abbreviations, acronyms, a leading "the").
 
 Its use is to measure retrievers apart from extraction quality (an index built with it has the KG
 a strong extractor would build). It reads nothing but the prompt and the world file, so it never
@@ -25,6 +31,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from hoprag.data.synthetic.spelling import NameMatcher
 from hoprag.extraction.prompts import last_block
 from hoprag.llm.base import (
     BackendSpec,
@@ -51,17 +58,41 @@ def reference_model_id(config: ReferenceLLMConfig) -> str:
     return f"reference:{world.parent.parent.name}/{world.name}"
 
 
-def _mentions(text: str, names: Sequence[str]) -> list[str]:
-    """Names occurring in ``text`` as whole words, longest first, without names inside longer ones."""
-    found: list[str] = []
-    taken: list[tuple[int, int]] = []
+def _mention_spans(text: str, names: Sequence[str]) -> list[tuple[str, tuple[int, int]]]:
+    """Names occurring in ``text`` as whole words with their spans, longest name first, without
+    occurrences inside longer ones."""
+    found: list[tuple[str, tuple[int, int]]] = []
     for name in sorted(names, key=len, reverse=True):
+        if name not in text:  # cheap test first: one regex per world name is slow on big worlds
+            continue
         for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
             span = (m.start(), m.end())
-            if not any(a <= span[0] and span[1] <= b for a, b in taken):
-                taken.append(span)
-                if name not in found:
-                    found.append(name)
+            if not any(a <= span[0] and span[1] <= b for _, (a, b) in found):
+                found.append((name, span))
+    return found
+
+
+def _mentions(text: str, names: Sequence[str]) -> list[str]:
+    """Names occurring in ``text`` as whole words, longest first, without names inside longer ones."""
+    return list(dict.fromkeys(name for name, _ in _mention_spans(text, names)))
+
+
+def _question_mentions(question: str, names: Sequence[str], matcher: NameMatcher) -> list[str]:
+    """NER over a question: the exact names (as :func:`_mentions`), then variant-spelled mentions as
+    written. A variant span that contains exact names ("B. Tranford" around the city "Tranford")
+    replaces them; one that overlaps an exact name only in part is left out."""
+    exact = _mention_spans(question, names)
+    variants: list[tuple[int, int]] = []
+    for start, end, _ in matcher.find(question):
+        overlapping = [(a, b) for _, (a, b) in exact if a < end and start < b]
+        if all(start <= a and b <= end for a, b in overlapping) and (start, end) not in overlapping:
+            variants.append((start, end))  # else an exact name covers it, or part of it
+    kept = [n for n, (a, b) in exact if not any(s <= a and b <= e for s, e in variants)]
+    found = list(dict.fromkeys(kept))
+    for start, end in sorted(variants):
+        mention = question[start:end]
+        if mention not in found:
+            found.append(mention)
     return found
 
 
@@ -76,6 +107,7 @@ class ReferenceExtractorLLM:
         self._path = path
         self._config = config
         self._names: list[str] = [e["name"] for e in world["entities"]]
+        self._matcher = NameMatcher(self._names)
         self._facts_by_subject: dict[str, list[tuple[str, str, str]]] = {}
         for s, r, o in world["facts"]:
             self._facts_by_subject.setdefault(s, []).append((s, r.replace("_", " "), o))
@@ -114,7 +146,7 @@ class ReferenceExtractorLLM:
             return "\n".join(f"({s} | {r} | {o})" for s, r, o in self.triples(passage)) + "\n\n"
         if prompt.rstrip().endswith("Entities:"):
             question = last_block(prompt, "Question:", "\nEntities:") or ""
-            return "; ".join(_mentions(question, self._names)) + "\n"
+            return "; ".join(_question_mentions(question, self._names, self._matcher)) + "\n"
         return ""
 
     def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hoprag.extraction.parsing import parse_openie_output
+from hoprag.extraction.parsing import parse_entity_list, parse_openie_output
 from hoprag.extraction.prompts import ner_prompt, openie_prompt
 from hoprag.llm.factory import LLMBackendConfig, build_llm, expected_model_id
 from hoprag.llm.reference import ReferenceExtractorLLM, ReferenceLLMConfig
@@ -76,3 +76,53 @@ def test_factory_builds_it_and_names_it_without_loading(tmp_path: Path) -> None:
         LLMBackendConfig(backend="reference")
     with pytest.raises(FileNotFoundError, match="hoprag generate"):
         ReferenceExtractorLLM(ReferenceLLMConfig(world=tmp_path / "missing.json"))
+
+
+def _ner(llm: ReferenceExtractorLLM, question: str) -> list[str]:
+    spec = ner_prompt(question, llm.prompt_style)
+    text = llm.generate([spec.prompt], spec.params)[0].text
+    _, dropped = parse_entity_list(text, question, spec.output_format)
+    assert not dropped, (question, text)  # every mention is grounded in the question
+    return [m for m in text.split("; ") if m] if text.strip() else []
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Where was ava stone born?", ["ava stone"]),  # case
+        ("Where was AVA STONE born?", ["AVA STONE"]),
+        ("Where was Ava-Stone born?", ["Ava-Stone"]),  # punctuation
+        ("Where was A. Stone born?", ["A. Stone"]),  # initials
+        ("Is gerovia older than the city of Bigramar?", ["Bigramar", "gerovia"]),  # exact names first
+        ("Where was A. Stoneham born, in bigramar?", ["A. Stoneham", "bigramar"]),
+    ],
+)
+def test_ner_returns_variant_spellings_as_written(tmp_path: Path, question: str, expected: list[str]) -> None:
+    """A real NER model returns the mention as the question writes it, not the KG's spelling (which
+    the question does not contain, so indexing would drop it as ungrounded)."""
+    llm = ReferenceExtractorLLM(ReferenceLLMConfig(world=_world(tmp_path)))
+    assert _ner(llm, question) == expected
+
+
+def test_ner_on_a_generated_benchmark_finds_every_respelled_topic(tmp_path: Path) -> None:
+    from hoprag.data.synthetic import SyntheticConfig, write_benchmark
+    from hoprag.data.synthetic.spelling import EXACT, NameMatcher
+    from hoprag.llm.reference import _mentions
+
+    config = SyntheticConfig(seed=4, num_documents=300, num_train_questions=40, num_test_questions=20)
+    bench = write_benchmark(config, tmp_path / "bench")
+    llm = ReferenceExtractorLLM(ReferenceLLMConfig(world=tmp_path / "bench" / "raw" / "world.json"))
+    names = [e.name for e in bench.entities]
+    matcher = NameMatcher(names)
+    respelled = 0
+    for q in bench.train + bench.test:
+        mentions = _ner(llm, q["question"])
+        if q["spelling"] == EXACT:  # as before variants existed: the world names in the question
+            assert mentions == _mentions(q["question"], names), q
+            continue
+        respelled += 1
+        topic = q["supporting_entities"][0]
+        if topic not in q["question"]:  # all kinds but an added "the" ("the Brado Systems")
+            assert topic not in mentions, q
+        assert any(matcher.resolve(m) == {topic} for m in mentions), (q, mentions)
+    assert respelled == 12  # round(0.2 × 40) + round(0.2 × 20)

@@ -22,6 +22,7 @@ from hoprag.data.synthetic import (
     minimum_documents,
     write_benchmark,
 )
+from hoprag.data.synthetic.spelling import EXACT, SPELLING_KINDS, NameMatcher, spelling_variants
 
 RAW_FILES = ("dataset_corpus.json", "train.json", "test.json", "world.json")
 QUESTION_KEYS = {
@@ -34,6 +35,7 @@ QUESTION_KEYS = {
     "hops",
     "domain",
     "supporting_entities",
+    "spelling",
 }
 YEAR_CMP = re.compile(r"\b(earlier|first|later|more recently)(?=[,:?])")
 
@@ -250,6 +252,9 @@ def test_single_domain_and_no_distractors() -> None:
         {"min_hops": 1},
         {"max_hops": 5},
         {"min_hops": 4, "max_hops": 3},
+        {"variant_spelling_fraction": -0.1},
+        {"variant_spelling_fraction": 1.01},
+        {"variant_spelling_fraction": "often"},
         {"unknown_option": 1},
     ],
 )
@@ -319,3 +324,222 @@ def test_shipped_sample_is_reproducible(tmp_path: Path) -> None:
         assert (tmp_path / "raw" / name).read_bytes() == shipped.read_bytes(), (
             f"{name} differs from the shipped sample"
         )
+
+
+# -- variant spellings of the topic entity ---------------------------------------------------------
+
+MAIN_CONFIG = {"seed": 3, "num_documents": 3000, "num_train_questions": 400, "num_test_questions": 200}
+_PUNCT = re.compile(r"[\s.'’-]")
+
+
+def _topic_mention(original: str, variant: str, name: str) -> str:
+    """The text that replaced ``name`` in ``original`` to give ``variant`` (all else unchanged)."""
+    for m in re.finditer(re.escape(name), original):
+        before, after = original[: m.start()], original[m.end() :]
+        if (
+            variant.startswith(before)
+            and variant.endswith(after)
+            and len(variant) >= len(before) + len(after)
+        ):
+            return variant[len(before) : len(variant) - len(after)]
+    raise AssertionError(f"{variant!r} is not {original!r} with {name!r} respelled")
+
+
+def _strip_the(text: str) -> str:
+    return text[4:] if text.casefold().startswith("the ") else text
+
+
+def _is_spelling_of(kind: str, mention: str, name: str) -> bool:
+    """Per-kind rules, independent of the generator's code, for "``mention`` spells ``name``"."""
+    if mention == name:
+        return False
+    if kind == "case":
+        return mention.casefold() == name.casefold()
+    if kind == "punctuation":  # only periods, apostrophes, hyphens and spaces differ
+        return _PUNCT.sub("", mention) == _PUNCT.sub("", name) and mention.casefold() != name.casefold()
+    if kind == "the_prefix":
+        return _strip_the(mention) == _strip_the(name) and (mention[:4].casefold() == "the ") != (
+            name[:4].casefold() == "the "
+        )
+    if kind == "abbreviation":
+        capitals = "".join(w[0] for w in name.split() if w[:1].isupper())
+        if mention.isupper() and mention.isalpha() and len(capitals) >= 3:
+            return mention == capitals.upper()
+        words, full = mention.split(), name.split()
+        if len(words) != len(full):
+            return False
+        short = [w for w, f in zip(words, full, strict=True) if w != f]
+        return bool(short) and all(
+            w.endswith(".") and len(w) - 1 < len(f) and f.startswith(w[:-1])
+            for w, f in zip(words, full, strict=True)
+            if w != f
+        )
+    raise AssertionError(kind)
+
+
+def test_variant_spelling_fraction_is_honoured(bench: SyntheticBenchmark) -> None:
+    fraction = bench.config.variant_spelling_fraction
+    assert fraction == 0.2  # the default
+    for split in (bench.train, bench.test):
+        spellings = Counter(q["spelling"] for q in split)
+        assert set(spellings) <= {EXACT, *SPELLING_KINDS}
+        respelled = len(split) - spellings[EXACT]
+        assert abs(respelled - fraction * len(split)) <= max(2, 0.02 * len(split)), spellings
+    every = Counter(q["spelling"] for q in _questions(bench))
+    assert set(every) == {EXACT, *SPELLING_KINDS}, every
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.5, 1.0])
+def test_other_fractions(fraction: float) -> None:
+    b = generate(
+        SyntheticConfig(
+            seed=6,
+            num_documents=600,
+            num_train_questions=80,
+            num_test_questions=40,
+            variant_spelling_fraction=fraction,
+        )
+    )
+    for split in (b.train, b.test):
+        respelled = sum(q["spelling"] != EXACT for q in split)
+        assert abs(respelled - fraction * len(split)) <= 2
+
+
+def test_variants_respell_only_the_topic_mention(bench: SyntheticBenchmark) -> None:
+    """Against the same benchmark without variants: exact questions are identical records; a respelled
+    one differs only in its question text, where the topic entity's name became a mention that
+    spells the same entity by the rules of its kind and names no other entity of the world."""
+    plain = generate(SyntheticConfig(**MAIN_CONFIG, variant_spelling_fraction=0.0))
+    assert plain.corpus == bench.corpus and plain.reasoning == bench.reasoning
+    assert plain.entities == bench.entities and plain.facts == bench.facts
+    matcher = NameMatcher(e.name for e in bench.entities)
+    examples: dict[str, set[str]] = {}
+    for q, p in zip(_questions(bench), _questions(plain), strict=True):
+        assert p["spelling"] == EXACT
+        if q["spelling"] == EXACT:
+            assert q == p
+            continue
+        assert {k: v for k, v in q.items() if k not in ("question", "spelling")} == {
+            k: v for k, v in p.items() if k not in ("question", "spelling")
+        }
+        topic = q["supporting_entities"][0]
+        mention = _topic_mention(p["question"], q["question"], topic)
+        assert _is_spelling_of(q["spelling"], mention, topic), (q["spelling"], mention, topic)
+        assert matcher.resolve(mention) == {topic}, (mention, topic)
+        examples.setdefault(q["spelling"], set()).add(mention)
+    assert set(examples) == set(SPELLING_KINDS)
+
+
+def test_variant_spelling_is_deterministic_and_seeded() -> None:
+    cfg = SyntheticConfig(seed=21, num_documents=500, num_train_questions=60, num_test_questions=30)
+    a, b = generate(cfg), generate(cfg)
+    assert (a.train, a.test) == (b.train, b.test)
+    chosen = [q["id"] for q in a.train + a.test if q["spelling"] != EXACT]
+    assert chosen
+    other = generate(cfg.model_copy(update={"seed": 22}))
+    assert [q["id"] for q in other.train + other.test if q["spelling"] != EXACT] != chosen
+
+
+@pytest.mark.parametrize(
+    ("name", "etype", "kind", "expected"),
+    [
+        ("Brado Tranford", "film_person", "case", "brado tranford"),
+        ("Brado Tranford", "film_person", "case", "BRADO TRANFORD"),
+        ("Katham syndrome", "disease", "case", "Katham Syndrome"),
+        ("KLARN5", "gene", "case", "Klarn5"),
+        ("Jean-Luc Picard", "film_person", "punctuation", "Jean Luc Picard"),
+        ("St. Mary", "city", "punctuation", "St Mary"),
+        ("Brado's Ledger", "film", "punctuation", "Brados Ledger"),
+        ("KLARN5", "gene", "punctuation", "KLARN-5"),
+        ("Vamo 500", "product", "punctuation", "Vamo-500"),
+        ("Brado Tranford", "business_person", "punctuation", "Brado-Tranford"),
+        ("John Ronald Smith", "film_person", "abbreviation", "J. R. Smith"),
+        ("Bradia ensis", "organism", "abbreviation", "B. ensis"),
+        ("Orvale Institute of Technology", "university", "abbreviation", "OIT"),
+        ("Orvale Institute of Technology", "university", "abbreviation", "Orvale Inst. of Tech."),
+        ("Brado Technologies", "company", "abbreviation", "Brado Tech."),
+        ("The Silent Ledger", "film", "the_prefix", "Silent Ledger"),
+        ("Orvale Institute", "company", "the_prefix", "the Orvale Institute"),
+    ],
+)
+def test_spelling_variants_of_one_name(name: str, etype: str, kind: str, expected: str) -> None:
+    variants = spelling_variants(name, etype)
+    assert expected in variants[kind]
+    assert all(v != name for vs in variants.values() for v in vs)
+    assert all(_is_spelling_of(k, v, name) for k, vs in variants.items() for v in vs), variants
+    assert NameMatcher([name, "Somebody Else"]).resolve(expected) == {name}
+
+
+def test_kinds_apply_only_where_they_change_the_name() -> None:
+    assert set(spelling_variants("Clijolol", "drug")) == {"case"}  # one word: nothing but case
+    assert "the_prefix" not in spelling_variants("Brado Tranford", "film_person")  # no "the" for people
+    assert "abbreviation" not in spelling_variants("Brado Motors", "company")  # no standard short form
+    assert spelling_variants("brado", "drug") == {"case": ["BRADO", "Brado"]}
+
+
+def test_matcher_keeps_abbreviations_apart() -> None:
+    m = NameMatcher(["Brado Tranford", "Bora Tranford", "Brado Systems", "Bradomir Systems", "Tranford"])
+    assert m.resolve("B. Tranford") == {"Brado Tranford", "Bora Tranford"}  # ambiguous, so never generated
+    assert m.resolve("Brado Systems") == {"Brado Systems"}  # no dot: not an abbreviation of "Bradomir"
+    assert m.resolve("the brado-systems") == {"Brado Systems"}
+    assert m.resolve("Tranford") == {"Tranford"}
+    assert m.resolve("Systems") == set()
+    text = "Did B. Tranford work for the Brado Tech. office in Tranford?"
+    spans = [(text[s:e], names) for s, e, names in NameMatcher(["Brado Technologies", "Tranford"]).find(text)]
+    # Longest first, then left to right; the city inside "B. Tranford" is found, the person is not in it.
+    assert spans == [
+        ("Brado Tech.", {"Brado Technologies"}),
+        ("Tranford", {"Tranford"}),
+        ("Tranford", {"Tranford"}),
+    ]
+
+
+def test_spelling_metadata_reaches_the_indexed_questions(tmp_path: Path) -> None:
+    from indexing.corpus import read_corpus
+
+    b = write_benchmark(
+        SyntheticConfig(seed=9, num_documents=300, num_train_questions=30, num_test_questions=10), tmp_path
+    )
+    corpus = read_corpus(tmp_path)
+    for split, records in (("train", b.train), ("test", b.test)):
+        metadata = [q["metadata"] for q in corpus.questions[split]]
+        assert [m["spelling"] for m in metadata] == [q["spelling"] for q in records]
+        assert all({"type", "hops", "domain"} <= set(m) for m in metadata)
+
+
+def test_cli_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hoprag.cli import main
+
+    args = [
+        "generate",
+        "--out",
+        str(tmp_path),
+        "--num-documents",
+        "300",
+        "--train-questions",
+        "20",
+        "--test-questions",
+        "10",
+    ]
+    assert main([*args, "--variant-spelling-fraction", "0.5"]) == 0
+    train = json.loads((tmp_path / "raw" / "train.json").read_text(encoding="utf-8"))
+    assert sum(q["spelling"] != EXACT for q in train) == 10
+    world = json.loads((tmp_path / "raw" / "world.json").read_text(encoding="utf-8"))
+    assert world["config"]["variant_spelling_fraction"] == 0.5
+    assert main([*args, "--variant-spelling-fraction", "2"]) == 2
+    assert "variant_spelling_fraction" in capsys.readouterr().err
+    assert main(args) == 0
+    world = json.loads((tmp_path / "raw" / "world.json").read_text(encoding="utf-8"))
+    assert world["config"]["variant_spelling_fraction"] == 0.2
+
+
+def test_spelling_is_an_eval_report_breakdown() -> None:
+    from evaluation.report import BREAKDOWN_KEYS, _breakdown
+
+    records = [
+        {"metrics": {"recall@5": 1.0}, "meta": {"spelling": "exact"}},
+        {"metrics": {"recall@5": 0.5}, "meta": {"spelling": "exact"}},
+        {"metrics": {"recall@5": 0.0}, "meta": {"spelling": "abbreviation"}},
+    ]
+    assert "spelling" in BREAKDOWN_KEYS
+    assert _breakdown(records, "spelling", "recall@5") == {"exact": 0.75, "abbreviation": 0.0}

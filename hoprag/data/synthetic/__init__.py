@@ -10,8 +10,19 @@ GFM-RAG raw layout::
     OUT/raw/world.json            entities, facts and the gold reasoning triples of every question
 
 Every question record has ``id, question, answer, answer_aliases, supporting_facts, type, hops, domain,
-supporting_entities``. ``hops`` is the number of supporting documents (2-4), which is also the number of
-retrieval hops a reader needs.
+supporting_entities, spelling``. ``hops`` is the number of supporting documents (2-4), which is also the
+number of retrieval hops a reader needs. ``supporting_entities[0]`` is the question's *topic entity*, the
+one it starts from (a chain's start, a comparison's first side).
+
+Variant spellings: ``variant_spelling_fraction`` (default 0.2) of each split's questions name their topic
+entity differently from the world (``spelling.py``): ``case`` ("brado tranford"), ``punctuation``
+("Brado-Tranford", "KLARN-5", "Brados Ledger"), ``abbreviation`` ("B. Tranford", "B. ensis", "Brado Tech.")
+or ``the_prefix`` ("Silent Ledger" for "The Silent Ledger", "the Brado Systems"); ``spelling`` records the
+kind, ``exact`` for the others. Only a variant that changes the text and still refers to that entity alone
+is used; answers, supporting facts and reasoning never change. The respelled questions and variants are
+drawn by an RNG of their own, so the other questions are identical to those of fraction 0. Indexing keeps
+``spelling`` as question metadata, so ``hoprag eval retrieval --by spelling`` and the ``eval run`` report
+break results down by it.
 
 Names are invented (syllable-based) so that an LLM extracting triples from the documents cannot lean on
 what it memorised about real entities. Each document states only facts that are true in the world, and

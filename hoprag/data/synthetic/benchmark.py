@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .config import SyntheticConfig
-from .questions import _aliases, _Question, _QuestionMaker
+from .questions import _aliases, _Question, _QuestionMaker, _ucfirst
 from .schema import _TYPES
+from .spelling import EXACT, NameMatcher, spelling_variants
 from .world import _make_entities, _make_facts, _render_documents, _World
 
 
@@ -40,10 +42,10 @@ class SyntheticBenchmark:
     reasoning: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
 
 
-def _record(q: _Question, qid: str, names: list[str]) -> dict[str, Any]:
+def _record(q: _Question, qid: str, names: list[str], spelling: str, question: str) -> dict[str, Any]:
     return {
         "id": qid,
-        "question": q.question,
+        "question": question,
         "answer": q.answer,
         "answer_aliases": _aliases(q.answer),
         "supporting_facts": [names[d] for d in q.docs],
@@ -51,7 +53,59 @@ def _record(q: _Question, qid: str, names: list[str]) -> dict[str, Any]:
         "hops": len(q.docs),
         "domain": q.domain,
         "supporting_entities": [names[e] for e in q.entities],
+        "spelling": spelling,
     }
+
+
+def _respell(q: _Question, world: _World, matcher: NameMatcher, rng: random.Random) -> tuple[str, str]:
+    """``q``'s text with its topic entity's mention respelled by one variant kind: ``(kind, text)``.
+
+    A kind is a candidate only when one of its variants changes the question and still refers to the
+    topic entity alone (:meth:`NameMatcher.resolve`); the kind and then the variant are drawn from
+    ``rng``. ``(EXACT, q.question)`` when no kind applies.
+    """
+    topic = q.entities[0]
+    name = world.names[topic]
+    start, end = q.topic_span
+    assert q.question[start:end] == name, (q.question, name)
+    before, after = q.question[:start], q.question[end:]
+    options: dict[str, list[str]] = {}
+    for kind, variants in spelling_variants(name, world.types[topic]).items():
+        texts = []
+        for variant in variants:
+            if (
+                kind == "the_prefix"
+                and variant.casefold().startswith("the ")
+                and before.casefold().endswith("the ")
+            ):
+                continue  # never "the the ..."
+            text = before + variant + after
+            text = _ucfirst(text) if start == 0 else text
+            if text != q.question and matcher.resolve(variant) == {name}:
+                texts.append(text)
+        if texts:
+            options[kind] = texts
+    if not options:
+        return EXACT, q.question
+    kind = rng.choice(list(options))
+    return kind, rng.choice(options[kind])
+
+
+def _spellings(
+    config: SyntheticConfig, split: str, questions: list[_Question], world: _World, matcher: NameMatcher
+) -> list[tuple[str, str]]:
+    """``(spelling, question text)`` per question; round(fraction × n) of them respelled.
+
+    The questions to respell are drawn by an RNG of their own, separate from the one that makes questions,
+    so every question that keeps its exact spelling is the same as with ``variant_spelling_fraction=0``.
+    """
+    rng = random.Random(f"hoprag-synthetic:{config.seed}:spelling:{split}")
+    count = int(len(questions) * config.variant_spelling_fraction + 0.5)
+    chosen = set(rng.sample(range(len(questions)), count))
+    return [
+        _respell(q, world, matcher, rng) if i in chosen else (EXACT, q.question)
+        for i, q in enumerate(questions)
+    ]
 
 
 def generate(config: SyntheticConfig) -> SyntheticBenchmark:
@@ -65,6 +119,7 @@ def generate(config: SyntheticConfig) -> SyntheticBenchmark:
     corpus = _render_documents(config, world)
 
     maker = _QuestionMaker(config, world)
+    matcher = NameMatcher(world.names)
     train_domains = [d for d in config.domains if d not in config.held_out_domains]
     splits: dict[str, list[dict[str, Any]]] = {"train": [], "test": []}
     reasoning: dict[str, list[tuple[str, str, str]]] = {}
@@ -72,9 +127,11 @@ def generate(config: SyntheticConfig) -> SyntheticBenchmark:
         ("train", config.num_train_questions, train_domains),
         ("test", config.num_test_questions, config.domains),
     ):
-        for i, q in enumerate(maker.split(count, domains)):
+        questions = maker.split(count, domains)
+        spellings = _spellings(config, split, questions, world, matcher)
+        for i, (q, (spelling, text)) in enumerate(zip(questions, spellings, strict=True)):
             qid = f"syn{config.seed}-{split}-{i:06d}"
-            splits[split].append(_record(q, qid, world.names))
+            splits[split].append(_record(q, qid, world.names, spelling, text))
             reasoning[qid] = q.reasoning
 
     names = world.names

@@ -64,6 +64,18 @@ class SyntheticConfig(BaseModel):
     )
     min_hops: int = Field(default=2, ge=MIN_HOPS, le=MAX_HOPS, description="Fewest supporting documents.")
     max_hops: int = Field(default=4, ge=MIN_HOPS, le=MAX_HOPS, description="Most supporting documents.")
+    variant_spelling_fraction: float = Field(
+        default=0.2,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Fraction of each split's questions (round(fraction * n), chosen by a seeded RNG of their own) "
+            "whose mention of the topic entity is respelled: case, punctuation, abbreviation or a 'the' "
+            "prefix (see hoprag/data/synthetic/spelling.py). Each question records the kind applied in "
+            "its 'spelling' field ('exact' when unchanged); answers and supporting facts never change, "
+            "and the other questions are the same as with 0."
+        ),
+    )
 
     @field_validator("domains", "held_out_domains")
     @classmethod

@@ -35,6 +35,27 @@ class _Question:
     entities: list[int]
     reasoning: list[tuple[str, str, str]]
     signature: tuple[Any, ...]
+    # Character span of the topic entity's mention in ``question`` (see ``_topic``).
+    topic_span: tuple[int, int] = (0, 0)
+
+
+# The topic entity (the entity a question starts from: the chain's start, or the first compared side)
+# is wrapped in these private-use characters while the question is put together, so that its mention
+# can be located exactly (and respelled later) whatever templates surround it.
+_TOPIC_OPEN = "\ue000"
+_TOPIC_CLOSE = "\ue001"
+
+
+def _topic(name: str) -> str:
+    return f"{_TOPIC_OPEN}{name}{_TOPIC_CLOSE}"
+
+
+def _finish(text: str) -> tuple[str, tuple[int, int]]:
+    """The question text without the topic markers (first letter upper-cased) and the topic's span."""
+    start = text.index(_TOPIC_OPEN)
+    end = text.index(_TOPIC_CLOSE) - 1
+    plain = text.replace(_TOPIC_OPEN, "", 1).replace(_TOPIC_CLOSE, "", 1)
+    return _ucfirst(plain), (start, end)
 
 
 def _ucfirst(text: str) -> str:
@@ -168,7 +189,7 @@ class _QuestionMaker:
             return None
 
         names = w.names
-        desc = names[start]
+        desc = _topic(names[start])
         reasoning: list[tuple[str, str, str]] = []
         for k, (rel, inv, frm, to) in enumerate(steps):
             text = _RELATIONS[rel]
@@ -190,7 +211,8 @@ class _QuestionMaker:
         entities = [start] + [to for _, _, _, to in steps]
         signature = ("chain", start, tuple((r, i, t) for r, i, _, t in steps), attr_final)
         qtype = "compositional" if compositional else "bridge"
-        return _Question(_ucfirst(desc), answer, qtype, domain, docs, entities, reasoning, signature)
+        text, span = _finish(desc)
+        return _Question(text, answer, qtype, domain, docs, entities, reasoning, signature, span)
 
     # -- comparisons -----------------------------------------------------------------------------
 
@@ -270,10 +292,12 @@ class _QuestionMaker:
             if (obj_a == obj_b) != yes:
                 return None
 
-        def describe(start: int | None, target: int, via: tuple[str, str] | None) -> str:
+        def describe(start: int | None, target: int, via: tuple[str, str] | None, topic: bool) -> str:
+            first = start if start is not None and via is not None else target
+            name = _topic(names[first]) if topic else names[first]
             if start is None or via is None:
-                return names[target]
-            return rng.choice(_RELATIONS[via[1]].fwd_np).format(x=names[start])
+                return name
+            return rng.choice(_RELATIONS[via[1]].fwd_np).format(x=name)
 
         reasoning: list[tuple[str, str, str]] = []
         docs: list[int] = []
@@ -286,8 +310,8 @@ class _QuestionMaker:
         if same:
             reasoning.append((names[target_a], key, names[obj_a]))
             reasoning.append((names[target_b], key, names[obj_b]))
-            desc_a = describe(start_a, target_a, via_a)
-            desc_b = describe(start_b, target_b, via_b)
+            desc_a = describe(start_a, target_a, via_a, topic=True)
+            desc_b = describe(start_b, target_b, via_b, topic=False)
             question = rng.choice(_RELATIONS[key].same_q).format(a=desc_a, b=desc_b)
             answer = "yes" if yes else "no"
             entities = [*chain_entities, obj_a] + ([obj_b] if obj_b != obj_a else [])
@@ -314,7 +338,7 @@ class _QuestionMaker:
                     vp=spec.year_vp,
                     cmp=cmp,
                     rel="who" if target_type in _PERSON_TYPES else "that",
-                    a=names[start_a],
+                    a=_topic(names[start_a]),
                     b=names[start_b],
                 )
                 answer = names[start_a] if a_wins else names[start_b]
@@ -325,15 +349,14 @@ class _QuestionMaker:
                     vp=spec.year_vp,
                     cmp=cmp,
                     wh="Who" if target_type in _PERSON_TYPES else "Which one",
-                    a=describe(start_a, target_a, via_a),
-                    b=describe(start_b, target_b, via_b),
+                    a=describe(start_a, target_a, via_a, topic=True),
+                    b=describe(start_b, target_b, via_b, topic=False),
                 )
                 answer = names[target_a] if a_wins else names[target_b]
             entities = chain_entities
             signature = ("year", tuple(sorted([(start_a, target_a), (start_b, target_b)], key=str)))
-        return _Question(
-            _ucfirst(question), answer, "comparison", domain, docs, entities, reasoning, signature
-        )
+        text, span = _finish(question)
+        return _Question(text, answer, "comparison", domain, docs, entities, reasoning, signature, span)
 
     # -- driver ----------------------------------------------------------------------------------
 
