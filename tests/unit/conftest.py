@@ -85,7 +85,10 @@ def small_index(tmp_path_factory, embedder):
     ]
     tables.questions = questions_table(rows)
     out = tmp_path_factory.mktemp("retrieval") / "index"
-    write_snapshot(out, tables, {"counts": {}, "embedder": "packaged:all-MiniLM-L6-v2"})
+    # Linked without LLM NER: query-time linking takes these stored links as its cache. Question 2's
+    # empty links are hand-made (real linking always finds a seed) to exercise the no-seed fallback.
+    linking = {"questions": {"use_llm_ner": False}}
+    write_snapshot(out, tables, {"counts": {}, "embedder": "packaged:all-MiniLM-L6-v2", "config": linking})
     return out
 
 
