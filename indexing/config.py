@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from hoprag.config import StrictModel
 from hoprag.embedding import EmbedderConfig
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.ray_runtime import RayConfig
 
 
-class ExtractionConfig(BaseModel):
+class ExtractionConfig(StrictModel):
     """How the LLM OpenIE stage runs on Ray Data."""
 
     mode: Literal["one_step", "two_step"] = Field(
@@ -40,7 +41,7 @@ class ExtractionConfig(BaseModel):
     max_new_tokens: int = Field(default=192, ge=16, description="Generation budget per passage.")
 
 
-class SynonymConfig(BaseModel):
+class SynonymConfig(StrictModel):
     """``equivalent`` edges between entities whose names embed close together (GFM-RAG's rule)."""
 
     enabled: bool = True
@@ -53,7 +54,7 @@ class SynonymConfig(BaseModel):
     top_k: int = Field(default=100, ge=1, description="Nearest neighbours examined per entity.")
 
 
-class QuestionLinkingConfig(BaseModel):
+class QuestionLinkingConfig(StrictModel):
     """How benchmark questions are linked to KG entities."""
 
     use_llm_ner: bool = Field(
@@ -70,7 +71,7 @@ class QuestionLinkingConfig(BaseModel):
     batch_size: int = Field(default=32, ge=1, description="Questions per Ray Data batch.")
 
 
-class IndexConfig(BaseModel):
+class IndexConfig(StrictModel):
     """Everything ``hoprag index`` needs besides the input and output paths."""
 
     llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from hoprag.config import StrictModel
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.planner.config import PlannerConfig
 
 
-class AutoscalingSettings(BaseModel):
+class AutoscalingSettings(StrictModel):
     min_replicas: int = Field(default=1, ge=0)
     max_replicas: int = Field(default=2, ge=1)
     target_ongoing_requests: float = Field(
@@ -28,7 +29,7 @@ class AutoscalingSettings(BaseModel):
         }
 
 
-class DeploymentSettings(BaseModel):
+class DeploymentSettings(StrictModel):
     """Replica settings of one deployment (Serve's own names)."""
 
     autoscaling: AutoscalingSettings = Field(default_factory=AutoscalingSettings)
@@ -58,13 +59,13 @@ class DeploymentSettings(BaseModel):
         }
 
 
-class BatchingSettings(BaseModel):
+class BatchingSettings(StrictModel):
     enabled: bool = Field(default=True, description="Batch concurrent retrievals with @serve.batch.")
     max_batch_size: int = Field(default=8, ge=1)
     batch_wait_timeout_s: float = Field(default=0.01, ge=0)
 
 
-class AuthSettings(BaseModel):
+class AuthSettings(StrictModel):
     token_env: str | None = Field(
         default=None,
         description="Name of the environment variable (or mounted secret) holding the bearer token; "
@@ -72,7 +73,7 @@ class AuthSettings(BaseModel):
     )
 
 
-class QAAppSettings(BaseModel):
+class QAAppSettings(StrictModel):
     """Everything the QA app needs; every field has a default but ``index``."""
 
     index: str = Field(description="KG index directory (local path or a mounted volume).")

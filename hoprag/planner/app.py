@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 class AskConfig(BaseModel):
     """Config of ``hoprag ask`` and of the planner in serving: which LLM, which planner settings."""
 
+    model_config = {"extra": "forbid"}  # unknown keys are errors, as in hoprag.config.StrictModel
     llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
 
