@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hoprag.kg.store import write_snapshot
+from hoprag.kg.tables import KGTables
 from indexing.config import SynonymConfig
 from indexing.corpus import Document
 from indexing.graph import build_tables
@@ -80,8 +81,8 @@ def film_questions() -> list[dict]:
     return rows
 
 
-def write_film_index(out: Path, embedder, questions: bool = False) -> Path:
-    """The film KG as an index directory; with ``questions`` also its processed test questions."""
+def film_tables(embedder, questions: bool = False) -> KGTables:
+    """The film KG's tables (what :func:`write_film_index` writes; build once, write many)."""
     from indexing.questions import questions_table
 
     docs = [Document(t, ". ".join(" ".join(x) for x in ts) + ".") for t, ts in FILM_DOCS.items()]
@@ -89,6 +90,12 @@ def write_film_index(out: Path, embedder, questions: bool = False) -> Path:
     tables = build_tables(docs, triples, [[] for _ in docs], embedder, SynonymConfig(enabled=False))
     if questions:
         tables.questions = questions_table(film_questions())
+    return tables
+
+
+def write_film_index(out: Path, embedder, questions: bool = False, tables: KGTables | None = None) -> Path:
+    """The film KG as an index directory; with ``questions`` also its processed test questions."""
+    tables = tables if tables is not None else film_tables(embedder, questions)
     write_snapshot(out, tables, {"counts": {}, "embedder": "packaged:all-MiniLM-L6-v2"})
     return out
 
