@@ -14,13 +14,16 @@ from __future__ import annotations
 import copy
 import shlex
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
 from cluster import DEFAULT_OUT, DEFAULT_PARAMS
 from cluster.params import LLM_API_KEY_ENV, QA_TOKEN_ENV, ClusterParams, SecretRef
 from hoprag.config import read_yaml_mapping
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HEADER = (
@@ -450,6 +453,13 @@ def load_serve_config(params: ClusterParams, repo_root: Path = REPO_ROOT) -> dic
 
 
 def _check_stage_configs(params: ClusterParams, repo_root: Path) -> None:
+    """Each RayJob's config file plus its ``--set`` overrides validate here as they will in the pod
+    (the strict stage models refuse unknown keys), so a typo fails the render, not the job."""
+    from evaluation.config import EvalConfig, default_systems
+    from hoprag.config import load_config
+    from indexing.config import IndexConfig
+    from training.config import TrainConfig
+
     # The images hold the same repository, so a config missing here would be missing in the pods.
     named = {"index.config": params.index.config, "train.config": params.train.config}
     if params.eval.config is not None:
@@ -457,6 +467,40 @@ def _check_stage_configs(params: ClusterParams, repo_root: Path) -> None:
     for field, rel in named.items():
         if not (repo_root / rel).is_file():
             raise ValueError(f"{field}: {rel} does not exist under {repo_root}")
+    models: dict[Stage, type[BaseModel]] = {"index": IndexConfig, "train": TrainConfig, "eval": EvalConfig}
+    for stage, model in models.items():
+        argv = stage_argv(params, stage)
+        sets = [argv[i + 1] for i, word in enumerate(argv) if word == "--set"]
+        rel = named.get(f"{stage}.config")
+        base = None
+        if rel is None:  # eval with --index: the command builds the benchmarks and systems itself
+            base = {
+                "benchmarks": [{"name": f"index-{i}", "index": p} for i, p in enumerate(params.eval.index)],
+                "systems": [s.model_dump(mode="json") for s in default_systems(params.eval.retriever)],
+                "out": params.eval.out,
+            }
+        try:
+            load_config(model, repo_root / rel if rel else None, sets, base=base)
+        except ValueError as exc:
+            raise ValueError(f"{stage}: the RayJob's config and overrides do not validate: {exc}") from None
+
+
+def _check_app_args(params: ClusterParams, serve_config: dict[str, Any]) -> None:
+    """The hoprag app's args (after the path overrides) are valid QA app settings."""
+    from pydantic import ValidationError
+
+    from hoprag.config import describe_errors
+    from serving.settings import QAAppSettings
+
+    apps = serve_config.get("applications") or []
+    args = next(a["args"] for a in apps if isinstance(a, dict) and a.get("name") == params.serving.app)
+    try:
+        QAAppSettings.model_validate(args)
+    except ValidationError as exc:
+        raise ValueError(
+            f"serving.config: the args of {params.serving.app!r} in {params.serving.config}: "
+            f"{describe_errors(QAAppSettings, exc)}"
+        ) from None
 
 
 def render_all(
@@ -472,6 +516,7 @@ def render_all(
     """
     _check_stage_configs(params, repo_root)
     serve_config = load_serve_config(params, repo_root)
+    _check_app_args(params, serve_config_with_overrides(params, serve_config))
     header = HEADER.format(params=params_path, out=out)
     documents: dict[str, tuple[str, dict[str, Any]]] = {
         "manifests/raycluster.yaml": ("kubectl apply -f {path}", render_raycluster(params)),

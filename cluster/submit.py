@@ -24,9 +24,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hoprag.cli import parse_command
+from hoprag.config import StrictModel
 
 TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
 FAILED_LOG_LINES = 40
@@ -46,7 +47,7 @@ class SubmitError(RuntimeError):
     """A submission that could not be made (bad command, unreachable cluster, bad options)."""
 
 
-class SubmitOptions(BaseModel):
+class SubmitOptions(StrictModel):
     """What ``hoprag submit`` sends besides the command: where, with which environment and resources."""
 
     address: str = Field(description="Ray dashboard / job server address, e.g. http://HEAD:8265.")

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from evaluation.judge import JudgeConfig
+from hoprag.config import StrictModel
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.planner.config import PlannerConfig
 from hoprag.qa.config import QASettings, RetrieveModeSettings
@@ -19,7 +20,7 @@ REGISTRY = Path(__file__).parent / "registry.yaml"
 _NAME = re.compile(r"^[\w.-]+$")
 
 
-class BenchmarkSpec(BaseModel):
+class BenchmarkSpec(StrictModel):
     """A KG index with processed questions (build one with ``hoprag index`` from any raw format)."""
 
     name: str = Field(description="Short name used in reports (letters, digits, '-', '_', '.').")
@@ -39,7 +40,7 @@ class BenchmarkSpec(BaseModel):
         return self
 
 
-class SystemSpec(BaseModel):
+class SystemSpec(StrictModel):
     """A system under test: a retriever alone, or a QA pipeline."""
 
     name: str
@@ -64,7 +65,7 @@ class SystemSpec(BaseModel):
         return self
 
 
-class EvalConfig(BaseModel):
+class EvalConfig(StrictModel):
     """``hoprag eval run --config FILE``: benchmarks × systems, one Ray Data job per pair."""
 
     benchmarks: list[BenchmarkSpec] = Field(min_length=1)

@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from hoprag.config import StrictModel
 from hoprag.llm.base import LLM, ChatMessage, GenerationParams, PromptSpec, PromptStyle
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.planner.parsing import parse_yes_no
@@ -77,7 +78,7 @@ _CHAT_FORMAT = {
 }
 
 
-class JudgeConfig(BaseModel):
+class JudgeConfig(StrictModel):
     """Which LLM judges and what (the paper: Qwen2.5 7B through any OpenAI-compatible endpoint)."""
 
     enabled: bool = Field(default=False, description="Add LLM-as-judge accuracy ('judge') to QA systems.")

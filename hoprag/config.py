@@ -1,20 +1,31 @@
 """Typed stage configs: YAML files plus ``key.sub=value`` command-line overrides, validated by pydantic.
 
-Every stage (indexing, training, serving, evaluation) owns one pydantic model. ``load_config``
-merges, in order: the model's defaults, an optional YAML file, then overrides; any validation
-problem becomes a :class:`ConfigError` that names the offending key and why.
+Every stage (indexing, training, serving, evaluation) owns one pydantic model, built from
+:class:`StrictModel`s: an unknown key (a typo such as ``extraction.batchsize``) is an error, never
+silently ignored. ``load_config`` merges, in order: the model's defaults, an optional YAML file,
+then overrides; any validation problem becomes a :class:`ConfigError` that names the offending key
+and why (an unknown key: with the valid names at that level).
 """
 
 from __future__ import annotations
 
+import difflib
+import types
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
+
+
+class StrictModel(BaseModel):
+    """Base of every config model: unknown keys are refused (a misspelled key would otherwise be
+    dropped without a word and its default used)."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class ConfigError(ValueError):
@@ -83,11 +94,51 @@ def load_config(
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(x) for x in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
-        )
         source = f" (from {path})" if path else ""
-        raise ConfigError(f"invalid {model.__name__}{source}: {problems}") from exc
+        raise ConfigError(f"invalid {model.__name__}{source}: {describe_errors(model, exc)}") from exc
+
+
+def describe_errors(model: type[BaseModel], exc: ValidationError) -> str:
+    """One line for all of ``exc``'s problems; an unknown key reads ``unknown setting a.b (valid: ...)``."""
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(x) for x in err["loc"]) or "<root>"
+        if err["type"] == "extra_forbidden":
+            problems.append(f"unknown setting {where}{_valid_names_hint(model, err['loc'])}")
+        else:
+            problems.append(f"{where}: {err['msg']}")
+    return "; ".join(problems)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside a field's type (``X``, ``X | None``, ``list[X]``, ``dict[str, X]``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if get_origin(annotation) in (Union, types.UnionType, list, tuple, dict):
+        for arg in get_args(annotation):
+            found = _model_in(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _valid_names_hint(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    """`` (did you mean a.x? valid: x, y)``: the field names of the model holding an unknown key."""
+    holder: type[BaseModel] | None = model
+    for part in loc[:-1]:
+        if holder is None:
+            return ""
+        if isinstance(part, int):  # a list item: same model
+            continue
+        field = holder.model_fields.get(str(part))
+        holder = _model_in(field.annotation) if field is not None else None
+    if holder is None:
+        return ""
+    names = sorted(holder.model_fields)
+    prefix = ".".join(str(x) for x in loc[:-1])
+    close = difflib.get_close_matches(str(loc[-1]), names, n=1)
+    guess = f"did you mean {prefix + '.' if prefix else ''}{close[0]}? " if close else ""
+    return f" ({guess}valid: {', '.join(names)})"
 
 
 def dump_config(config: BaseModel) -> str:

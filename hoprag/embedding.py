@@ -8,14 +8,16 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from hoprag.config import StrictModel
 
 logger = logging.getLogger(__name__)
 
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
 
 
-class EmbedderConfig(BaseModel):
+class EmbedderConfig(StrictModel):
     """Which sentence-transformers model embeds entities, relations, questions and documents."""
 
     model: str = Field(

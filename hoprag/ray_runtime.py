@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from hoprag.config import StrictModel
 from hoprag.logs import is_quiet, route_framework_logs, worker_output_to_log_file
 
 logger = logging.getLogger(__name__)
@@ -20,7 +21,7 @@ logger = logging.getLogger(__name__)
 _started_here: str | None = None
 
 
-class RayConfig(BaseModel):
+class RayConfig(StrictModel):
     """Where to run. Without ``address`` a local cluster is started in-process."""
 
     address: str | None = Field(

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from hoprag.config import StrictModel
 from hoprag.embedding import EmbedderConfig
 from hoprag.linking.config import LinkingConfig
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.ray_runtime import RayConfig
 
 
-class ExtractionConfig(BaseModel):
+class ExtractionConfig(StrictModel):
     """How the LLM OpenIE stage runs on Ray Data."""
 
     mode: Literal["one_step", "two_step"] = Field(
@@ -41,7 +42,7 @@ class ExtractionConfig(BaseModel):
     max_new_tokens: int = Field(default=192, ge=16, description="Generation budget per passage.")
 
 
-class SynonymConfig(BaseModel):
+class SynonymConfig(StrictModel):
     """``equivalent`` edges between entities whose names embed close together (GFM-RAG's rule)."""
 
     enabled: bool = True
@@ -56,12 +57,12 @@ class SynonymConfig(BaseModel):
 
 class QuestionLinkingConfig(LinkingConfig):
     """How benchmark questions are linked to KG entities (query-time linking of the index reuses
-    these settings: :class:`hoprag.linking.QuestionLinker`)."""
+    these settings: :class:`hoprag.linking.linker.QuestionLinker`)."""
 
     batch_size: int = Field(default=32, ge=1, description="Questions per Ray Data batch.")
 
 
-class IndexConfig(BaseModel):
+class IndexConfig(StrictModel):
     """Everything ``hoprag index`` needs besides the input and output paths."""
 
     llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)

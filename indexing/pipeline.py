@@ -296,10 +296,17 @@ def build_index(
     previous: KGIndex | None = None
     if (out / MANIFEST).exists():
         try:
-            previous = KGIndex(out)
+            # Every file in full: what is reused (documents, embeddings, synonym edges) is written
+            # into the new snapshot with fresh checksums, so damage would be blessed, not caught.
+            previous = KGIndex(out, verify="full")
         except KGIndexError as exc:
             if add or delete_titles:
-                raise
+                raise KGIndexError(
+                    f"refusing --add/--delete on a damaged index (the new snapshot would carry the damage "
+                    f"over with fresh checksums): {exc}. Rebuild it from the complete corpus without "
+                    f"--add/--delete: hoprag index --corpus CORPUS --out {out} (documents extracted "
+                    "before come from the extraction cache)"
+                ) from exc
             logger.warning("ignoring unreadable previous index (%s); rebuilding", exc)
     if (add or delete_titles) and corpus is None and previous is None:
         raise KGIndexError(f"{out} has no index to modify; build one first")

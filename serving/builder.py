@@ -16,21 +16,22 @@ from serving.settings import QAAppSettings
 
 
 def check_sources(settings: QAAppSettings) -> None:
-    """Refuse an index or retriever that cannot be loaded, reading only their small metadata files.
+    """Refuse an index or retriever that cannot be loaded, without loading them: the index's
+    manifest and the fast checksum check of its snapshot (small files hashed, large ones by size
+    and sampled chunks: a few MB read), the retriever's metadata files.
 
-    The builder runs before Serve touches any replica, so a roll-out to a mistyped or half-copied
-    path fails here and the running version keeps serving; past this point Serve would already
-    have stopped old replicas for new ones that can never start.
+    The builder runs before Serve touches any replica, so a roll-out to a mistyped, half-copied or
+    corrupted path fails here and the running version keeps serving; past this point Serve would
+    already have stopped old replicas for new ones that can never start.
     """
     from hoprag.glm.artifact import RetrieverLoadError, read_retriever_meta
-    from hoprag.kg.store import KGIndexError, read_manifest
+    from hoprag.kg.store import KGIndexError, read_manifest, verify_snapshot
 
+    index = Path(settings.index)
     try:
-        read_manifest(Path(settings.index))
+        verify_snapshot(index, read_manifest(index), "fast")
     except KGIndexError as exc:
         raise ValueError(f"QA app: index: {exc}") from exc
-    except (KeyError, TypeError, AttributeError) as exc:  # valid JSON, wrong shape
-        raise ValueError(f"QA app: index: {settings.index}/manifest.json is malformed ({exc!r})") from exc
     if settings.retriever != "dense":
         try:
             read_retriever_meta(settings.retriever)

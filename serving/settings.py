@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from hoprag.config import StrictModel
 from hoprag.qa.config import QASettings
 
 
-class AutoscalingSettings(BaseModel):
+class AutoscalingSettings(StrictModel):
     min_replicas: int = Field(default=1, ge=0)
     max_replicas: int = Field(default=2, ge=1)
     target_ongoing_requests: float = Field(
@@ -27,7 +28,7 @@ class AutoscalingSettings(BaseModel):
         }
 
 
-class DeploymentSettings(BaseModel):
+class DeploymentSettings(StrictModel):
     """Replica settings of one deployment (Serve's own names)."""
 
     autoscaling: AutoscalingSettings = Field(default_factory=AutoscalingSettings)
@@ -57,13 +58,13 @@ class DeploymentSettings(BaseModel):
         }
 
 
-class BatchingSettings(BaseModel):
+class BatchingSettings(StrictModel):
     enabled: bool = Field(default=True, description="Batch concurrent retrievals with @serve.batch.")
     max_batch_size: int = Field(default=8, ge=1)
     batch_wait_timeout_s: float = Field(default=0.01, ge=0)
 
 
-class AuthSettings(BaseModel):
+class AuthSettings(StrictModel):
     token_env: str | None = Field(
         default=None,
         description="Name of the environment variable (or mounted secret) holding the bearer token; "
@@ -71,7 +72,7 @@ class AuthSettings(BaseModel):
     )
 
 
-class RequestLimits(BaseModel):
+class RequestLimits(StrictModel):
     """Bounds on what the ingress accepts from an HTTP caller (checked before any work is queued)."""
 
     max_body_bytes: int = Field(

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from hoprag.config import StrictModel
 from hoprag.glm.backbone import BackboneConfig
 from hoprag.glm.settings import GLMSettings
 
 
-class OptimConfig(BaseModel):
+class OptimConfig(StrictModel):
     """AdamW with the paper's differential learning rates."""
 
     head_lr: float = Field(default=5e-4, gt=0, description="question_proj + entity_scorer (paper: 5e-4).")
@@ -21,7 +22,7 @@ class OptimConfig(BaseModel):
     list_ce_weight: float = Field(default=0.56, ge=0)
 
 
-class DeepSpeedSettings(BaseModel):
+class DeepSpeedSettings(StrictModel):
     """What goes into the DeepSpeed config each worker builds."""
 
     zero_stage: Literal[0, 1, 2, 3] = Field(
@@ -32,7 +33,7 @@ class DeepSpeedSettings(BaseModel):
     gradient_accumulation_steps: int = Field(default=1, ge=1)
 
 
-class RunSettings(BaseModel):
+class RunSettings(StrictModel):
     """Ray Train: workers, resources, fault tolerance, checkpoints."""
 
     num_workers: int = Field(default=2, ge=1, description="Data-parallel workers.")
@@ -46,7 +47,7 @@ class RunSettings(BaseModel):
     keep_checkpoints: int = Field(default=2, ge=1)
 
 
-class TrainConfig(BaseModel):
+class TrainConfig(StrictModel):
     """Everything ``hoprag train`` needs besides ``--index`` and ``--out``."""
 
     backbone: BackboneConfig = Field(default_factory=BackboneConfig)

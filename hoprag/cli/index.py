@@ -34,7 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     s.add_argument("index_dir", type=Path)
     s.add_argument("--json", action="store_true", help="print one JSON object")
-    s.add_argument("--verify", action="store_true", help="also verify snapshot checksums")
+    s.add_argument(
+        "--verify",
+        action="store_true",
+        help="verify the sha256 of every snapshot file (default: small files fully, large ones by "
+        "size and sampled chunks)",
+    )
     s.set_defaults(handler=run_index_stats)
 
 
@@ -74,7 +79,7 @@ def run_index_stats(args: argparse.Namespace) -> int:
     from hoprag.kg.store import KGIndexError
 
     try:
-        stats = index_stats(KGIndex(args.index_dir, verify=args.verify))
+        stats = index_stats(KGIndex(args.index_dir, verify="full" if args.verify else "fast"))
     except KGIndexError as exc:
         raise UserError(str(exc)) from exc
     print(json.dumps(stats) if args.json else render_stats(stats))

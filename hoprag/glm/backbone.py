@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from hoprag.config import StrictModel
 from hoprag.embedding import packaged_minilm_path
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 EMBEDDED = "embedded"
 
 
-class BackboneConfig(BaseModel):
+class BackboneConfig(StrictModel):
     """Which T5 encoder to turn into a GLM."""
 
     model: str = Field(

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 
+from hoprag.config import describe_errors
 from hoprag.embedding import Embedder
 from hoprag.glm.artifact import (
     FORMAT_VERSION,
@@ -76,7 +78,13 @@ def load_retriever_model(path: str | Path) -> tuple[GLMRetrieverModel, Any, GLMS
     from transformers import AutoTokenizer, T5Config, T5EncoderModel
 
     directory, meta = read_retriever_meta(path)
-    settings = GLMSettings.model_validate(meta["settings"])
+    try:
+        settings = GLMSettings.model_validate(meta.get("settings"))
+    except ValidationError as exc:  # e.g. a setting this hoprag does not know
+        raise RetrieverLoadError(
+            f"{directory / RETRIEVER_CONFIG}: settings this hoprag cannot use "
+            f"({describe_errors(GLMSettings, exc)}); re-export the retriever"
+        ) from exc
     backbone = T5EncoderModel(T5Config.from_dict(meta["t5_config"]))
     model = GLMRetrieverModel(
         GraphT5Encoder(backbone, settings.global_graph, settings.with_text), settings.question_dim

@@ -17,12 +17,13 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from hoprag.config import StrictModel
 from hoprag.kg.tables import Adjacency
 
 
-class SamplerConfig(BaseModel):
+class SamplerConfig(StrictModel):
     """Subgraph budget (paper defaults: 2 hops, 600 triples)."""
 
     max_hops: int = Field(default=2, ge=1, le=6, description="Largest distance from a seed entity.")

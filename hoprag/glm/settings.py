@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from hoprag.config import StrictModel
 from hoprag.embedding import EmbedderConfig
 from hoprag.glm.sampler import SamplerConfig
 
 
-class GLMSettings(BaseModel):
+class GLMSettings(StrictModel):
     """Everything about a GLM retriever besides its weights."""
 
     global_graph: bool = Field(default=True, description="Global GLM (far bucket) instead of local (masked).")

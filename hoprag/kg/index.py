@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hoprag.kg.store import KGIndexError, read_manifest, verify_checksums
+from hoprag.kg.store import VerifyMode, read_manifest, verify_snapshot
 from hoprag.kg.tables import KIND_EXTRACTED, Adjacency
 from hoprag.text import normalize_entity
 
@@ -25,16 +25,20 @@ if TYPE_CHECKING:
 
 
 class KGIndex:
-    """A loaded KG index snapshot (see :mod:`hoprag.kg.tables` for the layout)."""
+    """A loaded KG index snapshot (see :mod:`hoprag.kg.tables` for the layout).
 
-    def __init__(self, index_dir: str | Path, verify: bool = False) -> None:
+    ``verify`` checks the snapshot's files against the manifest before anything is read (see
+    :mod:`hoprag.kg.store`): ``"fast"`` (default: small files by sha256, large ones by size and
+    sampled chunks), ``"full"`` (sha256 of every file; also ``True``) or ``"none"`` (also
+    ``False``). A mismatch is a :class:`~hoprag.kg.store.KGIndexError` naming the file.
+    """
+
+    def __init__(self, index_dir: str | Path, verify: VerifyMode | bool = "fast") -> None:
         self.path = Path(index_dir)
         self.manifest: dict[str, Any] = read_manifest(self.path)
         self.snapshot = self.path / self.manifest["snapshot"]
-        if verify:
-            bad = verify_checksums(self.path, self.manifest)
-            if bad:
-                raise KGIndexError(f"{self.path}: checksum mismatch in {', '.join(bad)}")
+        mode: VerifyMode = ("full" if verify else "none") if isinstance(verify, bool) else verify
+        verify_snapshot(self.path, self.manifest, mode)
         entities = pq.read_table(self.snapshot / "entities.parquet")
         self.entity_names: list[str] = entities.column("name").to_pylist()
         self.entity_surface: list[str] = entities.column("surface").to_pylist()

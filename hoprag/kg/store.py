@@ -1,4 +1,18 @@
-"""Atomic snapshot writes and manifest handling for KG index directories."""
+"""Atomic snapshot writes, manifest validation and checksum verification for KG index directories.
+
+The manifest records, for every snapshot file, its sha256 (``checksums``), its size (``sizes``)
+and a *sampled* sha256 (``samples``: the hash of ``chunks`` fixed-offset chunks of
+``chunk_bytes``, spread from the first to the last byte). Opening an index verifies it
+(:func:`verify_snapshot`):
+
+- ``"full"``: the sha256 of every file (``hoprag index stats --verify``; ``--add`` / ``--delete``).
+- ``"fast"`` (the default of :class:`~hoprag.kg.index.KGIndex`): files up to
+  :data:`FULL_HASH_MAX_BYTES` by sha256, larger ones by size plus the sampled hash, so opening a
+  large index reads a few MB, not all of it. A truncated, extended, half-copied or replaced file
+  is caught; a change that keeps the size and misses every sampled chunk is caught only by
+  ``"full"``. Manifests written before ``sizes`` / ``samples`` existed are verified in full.
+- ``"none"``: no check.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +22,33 @@ import os
 import shutil
 import tempfile
 import time
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hoprag.kg.tables import FORMAT_VERSION, MANIFEST, SNAPSHOTS, KGTables
+
+VerifyMode = Literal["none", "fast", "full"]
+
+# "fast" verification hashes files up to this size in full; larger ones by size + sampled chunks.
+FULL_HASH_MAX_BYTES = 4 << 20
+# Sampled hash of a large file: this many chunks of this many bytes, first and last byte included.
+SAMPLE_CHUNKS = 16
+SAMPLE_CHUNK_BYTES = 64 << 10
+# Files every snapshot holds (questions.parquet only when the corpus has questions).
+REQUIRED_FILES = (
+    "documents.parquet",
+    "entities.parquet",
+    "relations.parquet",
+    "triples.parquet",
+    "doc_entities.parquet",
+    "entity_embeddings.npy",
+    "relation_embeddings.npy",
+    "adjacency.npz",
+)
 
 
 class KGIndexError(RuntimeError):
@@ -27,6 +60,26 @@ def _sha256(path: Path) -> str:
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
+    return h.hexdigest()
+
+
+def _sample_offsets(size: int, chunks: int, chunk_bytes: int) -> list[int]:
+    """Where the sampled chunks start: the whole file when it is small, else ``chunks`` evenly
+    spread chunks, the first at 0 and the last ending at the last byte."""
+    if size <= chunks * chunk_bytes:
+        return list(range(0, size, chunk_bytes))
+    last = size - chunk_bytes
+    return [i * last // (chunks - 1) for i in range(chunks)]
+
+
+def sampled_sha256(path: Path, chunks: int = SAMPLE_CHUNKS, chunk_bytes: int = SAMPLE_CHUNK_BYTES) -> str:
+    """sha256 of the file's size and of its sampled chunks (see :func:`_sample_offsets`)."""
+    size = path.stat().st_size
+    h = hashlib.sha256(str(size).encode())
+    with path.open("rb") as fh:
+        for offset in _sample_offsets(size, chunks, chunk_bytes):
+            fh.seek(offset)
+            h.update(fh.read(chunk_bytes))
     return h.hexdigest()
 
 
@@ -117,7 +170,14 @@ def write_snapshot(index_dir: Path, tables: KGTables, manifest_fields: dict[str,
     tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=snapshots))
     try:
         _tables_to_files(tables, tmp)
-        checksums = {p.name: _sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+        files = [p for p in sorted(tmp.iterdir()) if p.is_file()]
+        checksums = {p.name: _sha256(p) for p in files}
+        sizes = {p.name: p.stat().st_size for p in files}
+        samples = {
+            "chunks": SAMPLE_CHUNKS,
+            "chunk_bytes": SAMPLE_CHUNK_BYTES,
+            "sha256": {p.name: sampled_sha256(p, SAMPLE_CHUNKS, SAMPLE_CHUNK_BYTES) for p in files},
+        }
         os.replace(tmp, snapshots / name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -125,6 +185,8 @@ def write_snapshot(index_dir: Path, tables: KGTables, manifest_fields: dict[str,
         "format_version": FORMAT_VERSION,
         "snapshot": f"{SNAPSHOTS}/{name}",
         "checksums": checksums,
+        "sizes": sizes,
+        "samples": samples,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **manifest_fields,
     }
@@ -136,7 +198,13 @@ def write_snapshot(index_dir: Path, tables: KGTables, manifest_fields: dict[str,
 
 
 def read_manifest(index_dir: Path) -> dict[str, Any]:
-    """The manifest of a complete index, or :class:`KGIndexError` explaining what is wrong."""
+    """The manifest of a complete index, or :class:`KGIndexError` explaining what is wrong.
+
+    Checks its shape (never a ``KeyError`` / ``TypeError`` later): ``snapshot`` is
+    ``snapshots/<name>`` inside the index directory (no absolute path, no ``..``) and exists,
+    ``checksums`` maps plain file names to sha256 digests and covers every table the loader reads,
+    ``sizes`` / ``samples`` (absent in older manifests) have the right types.
+    """
     path = Path(index_dir) / MANIFEST
     if not path.is_file():
         raise KGIndexError(
@@ -146,21 +214,113 @@ def read_manifest(index_dir: Path) -> dict[str, Any]:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise KGIndexError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(manifest, dict):
+        raise KGIndexError(f"{path} does not hold a JSON object")
     if manifest.get("format_version") != FORMAT_VERSION:
         raise KGIndexError(
             f"{index_dir} has index format {manifest.get('format_version')}, this hoprag reads {FORMAT_VERSION}"
         )
+    _check_snapshot_entry(path, manifest)
+    _check_integrity_entries(path, manifest)
     if not (Path(index_dir) / manifest["snapshot"]).is_dir():
         raise KGIndexError(f"{index_dir}: snapshot {manifest['snapshot']} named by the manifest is missing")
     return manifest
 
 
-def verify_checksums(index_dir: Path, manifest: dict[str, Any]) -> list[str]:
-    """Names of snapshot files whose content no longer matches the manifest (empty when intact)."""
+def _damaged(path: Path, problem: str) -> KGIndexError:
+    return KGIndexError(f"{path}: {problem}; the index is damaged, rebuild it with `hoprag index`")
+
+
+def _check_snapshot_entry(path: Path, manifest: dict[str, Any]) -> None:
+    snapshot = manifest.get("snapshot")
+    if snapshot is None:
+        raise _damaged(path, "no 'snapshot' entry")
+    if not isinstance(snapshot, str):
+        raise _damaged(path, f"'snapshot' must be a string, not {type(snapshot).__name__}")
+    parts = PurePosixPath(snapshot).parts
+    if (
+        PurePosixPath(snapshot).is_absolute()
+        or "\\" in snapshot
+        or ".." in parts
+        or len(parts) != 2
+        or parts[0] != SNAPSHOTS
+        or parts[1].startswith(".")
+    ):
+        raise _damaged(
+            path,
+            f"'snapshot' is {snapshot!r}, but must be a relative path {SNAPSHOTS}/<name> inside the index "
+            "directory (no absolute path, no '..')",
+        )
+
+
+def _is_file_name(name: object) -> bool:
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
+
+
+def _check_integrity_entries(path: Path, manifest: dict[str, Any]) -> None:
+    checksums = manifest.get("checksums")
+    if checksums is None:
+        raise _damaged(path, "no 'checksums' entry")
+    if not isinstance(checksums, dict) or not all(
+        _is_file_name(k) and isinstance(v, str) for k, v in checksums.items()
+    ):
+        raise _damaged(path, "'checksums' must map snapshot file names to sha256 hex digests")
+    missing = [f for f in REQUIRED_FILES if f not in checksums]
+    if missing:
+        raise _damaged(path, f"'checksums' lists no {', '.join(missing)}")
+    sizes = manifest.get("sizes")
+    if sizes is not None and not (
+        isinstance(sizes, dict)
+        and all(_is_file_name(k) and type(v) is int and v >= 0 for k, v in sizes.items())
+    ):
+        raise _damaged(path, "'sizes' must map snapshot file names to byte counts")
+    samples = manifest.get("samples")
+    if samples is not None and not (
+        isinstance(samples, dict)
+        and type(samples.get("chunks")) is int
+        and samples["chunks"] >= 2
+        and type(samples.get("chunk_bytes")) is int
+        and samples["chunk_bytes"] >= 1
+        and isinstance(samples.get("sha256"), dict)
+        and all(_is_file_name(k) and isinstance(v, str) for k, v in samples["sha256"].items())
+    ):
+        raise _damaged(path, "'samples' must hold chunks, chunk_bytes and a sha256 per file name")
+
+
+def verify_checksums(index_dir: Path, manifest: dict[str, Any], mode: VerifyMode = "full") -> list[str]:
+    """Names of snapshot files that are missing or no longer match the manifest (empty when intact).
+
+    ``mode`` is ``"full"`` (sha256 of every file) or ``"fast"`` (see the module docstring).
+    """
     snap = Path(index_dir) / manifest["snapshot"]
+    sizes = manifest.get("sizes") or {}
+    samples = manifest.get("samples") or {}
+    sampled = samples.get("sha256") or {}
     bad = []
-    for fname, digest in manifest.get("checksums", {}).items():
+    for fname, digest in manifest["checksums"].items():
         p = snap / fname
-        if not p.is_file() or _sha256(p) != digest:
+        if not p.is_file():
+            bad.append(fname)
+            continue
+        size = p.stat().st_size
+        if fname in sizes and sizes[fname] != size:
+            bad.append(fname)
+        elif mode == "fast" and size > FULL_HASH_MAX_BYTES and fname in sampled and fname in sizes:
+            if sampled_sha256(p, samples["chunks"], samples["chunk_bytes"]) != sampled[fname]:
+                bad.append(fname)
+        elif _sha256(p) != digest:
             bad.append(fname)
     return bad
+
+
+def verify_snapshot(index_dir: Path, manifest: dict[str, Any], mode: VerifyMode) -> None:
+    """:class:`KGIndexError` naming every snapshot file that fails ``mode``'s check."""
+    if mode == "none":
+        return
+    bad = verify_checksums(index_dir, manifest, mode)
+    if bad:
+        what = "file " + bad[0] + " does" if len(bad) == 1 else "files " + ", ".join(bad) + " do"
+        raise KGIndexError(
+            f"{index_dir}: snapshot {what} not match the checksum in {MANIFEST} (missing, corrupted, truncated "
+            "or changed after the build); rebuild the index with `hoprag index`"
+        )

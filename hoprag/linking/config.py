@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from hoprag.config import StrictModel
 
 
-class LinkingConfig(BaseModel):
+class LinkingConfig(StrictModel):
     """How questions are linked to KG entities (recorded in the index manifest; query-time linking
     of that index uses the recorded settings)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     use_llm_ner: bool = Field(
         default=True, description="Ask the LLM for mentions (grounded in the question)."

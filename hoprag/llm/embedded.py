@@ -20,8 +20,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from hoprag.config import StrictModel
 from hoprag.llm.base import (
     BackendSpec,
     Completion,
@@ -42,7 +43,7 @@ logger = logging.getLogger(__name__)
 EMBEDDED_MODEL_NAME = "gemma-3-270m-q4_k_m"
 
 
-class EmbeddedLLMConfig(BaseModel):
+class EmbeddedLLMConfig(StrictModel):
     """Settings of the embedded CPU model."""
 
     model_path: str | None = Field(

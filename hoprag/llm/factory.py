@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
+from hoprag.config import StrictModel
 from hoprag.llm import embedded, openai_compat, reference, vllm_backend
 from hoprag.llm.base import LLM, BackendSpec, Completion, GenerationParams, Prompt, PromptStyle
 from hoprag.llm.embedded import EmbeddedLLMConfig
@@ -25,7 +26,7 @@ BACKENDS: dict[str, BackendSpec] = {
 }
 
 
-class LLMBackendConfig(BaseModel):
+class LLMBackendConfig(StrictModel):
     """Which LLM a stage uses. Only the section named by ``backend`` is read."""
 
     backend: Literal["embedded", "openai", "vllm", "reference"] = Field(

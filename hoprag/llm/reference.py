@@ -29,8 +29,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from hoprag.config import StrictModel
 from hoprag.data.synthetic.spelling import NameMatcher
 from hoprag.extraction.prompts import last_block
 from hoprag.llm.base import (
@@ -43,7 +44,7 @@ from hoprag.llm.base import (
 )
 
 
-class ReferenceLLMConfig(BaseModel):
+class ReferenceLLMConfig(StrictModel):
     """Where the world of the synthetic benchmark is."""
 
     world: Path = Field(description="The benchmark's raw/world.json (written by `hoprag generate`).")

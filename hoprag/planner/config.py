@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from hoprag.config import StrictModel
 
 TraversalName = Literal["beam", "water_circles", "naive", "glm"]
 
 
-class BeamSearchSettings(BaseModel):
+class BeamSearchSettings(StrictModel):
     depth: int = Field(default=3, ge=1, le=6, description="Triples per path at most.")
     max_paths: int = Field(default=10, ge=1, description="Beam width and number of paths kept.")
     alpha: float = Field(default=0.75, ge=0.0, le=1.0, description="Length normalization: cost / len**alpha.")
@@ -21,7 +23,7 @@ class BeamSearchSettings(BaseModel):
     )
 
 
-class WaterCirclesSettings(BaseModel):
+class WaterCirclesSettings(StrictModel):
     depth: int = Field(default=2, ge=1, le=4, description="Rings grown around each seed.")
     chain_quota: int = Field(
         default=25, ge=1, description="Chain triples for one seed (halved for 2, /3.5 for 3+)."
@@ -29,7 +31,7 @@ class WaterCirclesSettings(BaseModel):
     other_quota: int = Field(default=6, ge=0, description="One-hop triples per seed when no chain exists.")
 
 
-class MatchingSettings(BaseModel):
+class MatchingSettings(StrictModel):
     vertices_per_entity: int = Field(default=3, ge=1, description="KG vertices matched per extracted entity.")
     dense_weight: float = Field(default=0.5, ge=0.0)
     bm25_weight: float = Field(default=0.5, ge=0.0)
@@ -38,7 +40,7 @@ class MatchingSettings(BaseModel):
     )
 
 
-class PlannerConfig(BaseModel):
+class PlannerConfig(StrictModel):
     """Everything the planner does; ``PlannerConfig.paper_like()`` gives the paper's call pattern."""
 
     max_steps: int = Field(default=8, ge=1, le=32, description="Search steps executed at most (paper: 8).")

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from hoprag.config import StrictModel
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.planner.config import PlannerConfig
 from hoprag.qa.system import QAMode
 
 
-class RetrieveModeSettings(BaseModel):
+class RetrieveModeSettings(StrictModel):
     """Single-shot GLM-RAG (``retrieve`` mode): what goes into its one answer prompt."""
-
-    model_config = ConfigDict(extra="forbid")
 
     context_documents: int = Field(
         default=3, ge=0, description="Texts of the top documents in the answer prompt."
@@ -25,11 +24,9 @@ class RetrieveModeSettings(BaseModel):
     )
 
 
-class QASettings(BaseModel):
+class QASettings(StrictModel):
     """How questions are answered: the LLM and each mode's settings (``hoprag ask --config``, the
     ``llm``/``planner``/``retrieve`` sections of serving and evaluation configs)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)

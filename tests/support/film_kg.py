@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hoprag.kg.store import write_snapshot
+from hoprag.kg.tables import KGTables
+from hoprag.linking.config import LinkingConfig
 from indexing.config import SynonymConfig
 from indexing.corpus import Document
 from indexing.graph import build_tables
@@ -101,14 +103,10 @@ def film_questions(variants: bool = False) -> list[dict]:
     return rows
 
 
-def write_film_index(
-    out: Path, embedder, questions: bool = False, ner_llm=None, variants: bool = False
-) -> Path:
-    """The film KG as an index directory; with ``questions`` also its processed test questions,
-    linked as ``hoprag index`` links them: dictionary + embedding, and with ``ner_llm`` also that
-    LLM's NER (recorded in the manifest like an index built with that LLM)."""
-    from hoprag.extraction.prompts import PROMPT_VERSION
-    from hoprag.linking.config import LinkingConfig
+def film_tables(embedder, questions: bool = False, ner_llm=None, variants: bool = False) -> KGTables:
+    """The film KG's tables (what :func:`write_film_index` writes; build once, write many); with
+    ``questions`` also its processed test questions, linked as ``hoprag index`` links them:
+    dictionary + embedding, and with ``ner_llm`` also that LLM's NER."""
     from hoprag.linking.linker import normalize_question
     from indexing.extract import extract_question_mentions, ner_key
     from indexing.questions import link_questions, questions_table
@@ -116,8 +114,6 @@ def write_film_index(
     docs = [Document(t, ". ".join(" ".join(x) for x in ts) + ".") for t, ts in FILM_DOCS.items()]
     triples = [list(ts) for ts in FILM_DOCS.values()]
     tables = build_tables(docs, triples, [[] for _ in docs], embedder, SynonymConfig(enabled=False))
-    linking = LinkingConfig(use_llm_ner=ner_llm is not None)
-    manifest: dict = {}
     if questions:
         rows = film_questions(variants)
         mentions: list[list[str]] = [[] for _ in rows]
@@ -125,7 +121,6 @@ def write_film_index(
             texts = [normalize_question(r["question"]) for r in rows]
             keys = [ner_key(t, ner_llm.model_id) for t in texts]
             mentions = [r.entities for r in extract_question_mentions(ner_llm, keys, texts)]
-            manifest = {"llm_model_id": ner_llm.model_id, "prompt_version": PROMPT_VERSION}
         linked, _ = link_questions(
             rows,
             mentions,
@@ -134,21 +129,40 @@ def write_film_index(
             {d.title: i for i, d in enumerate(docs)},
             {},
             embedder,
-            linking,
+            _linking(ner_llm),
         )
         for row, links in zip(rows, linked, strict=True):
             row["question_entities"], row["link_sources"] = links["question_entities"], links["link_sources"]
         tables.questions = questions_table(rows)
-    write_snapshot(
-        out,
-        tables,
-        {
-            "counts": {},
-            "embedder": "packaged:all-MiniLM-L6-v2",
-            "config": {"questions": linking.model_dump(mode="json")},
-            **manifest,
-        },
-    )
+    return tables
+
+
+def _linking(ner_llm) -> LinkingConfig:
+    return LinkingConfig(use_llm_ner=ner_llm is not None)
+
+
+def write_film_index(
+    out: Path,
+    embedder,
+    questions: bool = False,
+    ner_llm=None,
+    variants: bool = False,
+    tables: KGTables | None = None,
+) -> Path:
+    """The film KG as an index directory (:func:`film_tables`, or ``tables`` already built with the
+    same ``ner_llm``), its manifest recording how the questions were linked (and with ``ner_llm``
+    which LLM linked them, like an index built with that LLM)."""
+    from hoprag.extraction.prompts import PROMPT_VERSION
+
+    tables = tables if tables is not None else film_tables(embedder, questions, ner_llm, variants)
+    manifest: dict = {
+        "counts": {},
+        "embedder": "packaged:all-MiniLM-L6-v2",
+        "config": {"questions": _linking(ner_llm).model_dump(mode="json")},
+    }
+    if ner_llm is not None:
+        manifest.update(llm_model_id=ner_llm.model_id, prompt_version=PROMPT_VERSION)
+    write_snapshot(out, tables, manifest)
     return out
 
 

@@ -54,6 +54,21 @@ def test_user_errors_exit_2_with_a_message(tmp_path, capsys):
         == 2
     )
     assert "extraction.batch_size" in capsys.readouterr().err
+    # A misspelled setting is refused (not silently ignored) in one line naming it and the valid names.
+    argv = [
+        "index",
+        "--corpus",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "ix"),
+        "--set",
+        "extraction.batchsize=8",
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "hoprag: config error: invalid IndexConfig: unknown setting extraction.batchsize" in err
+    assert "did you mean extraction.batch_size?" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
     assert main(["index", "stats", str(tmp_path / "nothing")]) == 2
     assert "not a hoprag index" in capsys.readouterr().err
     assert main(["index", "--out", str(tmp_path / "ix"), "--delete", "X"]) == 2

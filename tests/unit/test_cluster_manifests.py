@@ -474,6 +474,33 @@ def test_render_refuses_what_the_pods_could_not_run() -> None:
     assert "manifests/rayservice.yaml" in render_all(parse_params(data))
 
 
+@pytest.mark.parametrize(
+    ("stage", "override"),
+    [("index", "extraction.batchsize=8"), ("train", "optim.lr=1e-4"), ("eval", "judge.enable=true")],
+)
+def test_render_validates_each_stage_config_with_its_overrides(stage: str, override: str) -> None:
+    """A misspelled --set in the params fails the render (the strict stage models), not the RayJob."""
+    data = _example_data()
+    data[stage]["overrides"] = [override]
+    key = re.escape(override.split("=")[0])
+    with pytest.raises(ValueError, match=rf"^{stage}: .*unknown setting {key}") as info:
+        render_all(parse_params(data))
+    assert "\n" not in str(info.value)
+
+
+def test_render_validates_the_qa_app_args(tmp_path: Path) -> None:
+    params = _example()
+    for rel in (params.index.config, params.train.config, params.serving.config):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text((ROOT / rel).read_text())
+    serve = tmp_path / params.serving.config
+    serve.write_text(serve.read_text().replace("request_timeout_s:", "request_timeout:"))
+    with pytest.raises(
+        ValueError, match=r"serving\.config: .*unknown setting request_timeout \(did you mean"
+    ):
+        render_all(params, repo_root=tmp_path)
+
+
 def test_render_functions_are_pure() -> None:
     params = _example()
     serve = yaml.safe_load((ROOT / params.serving.config).read_text())

@@ -60,6 +60,9 @@ def test_bad_retriever_directories(exported, tmp_path):
     with pytest.raises(RetrieverLoadError, match="cannot be read"):
         load_retriever_model(bad)
     meta = json.loads((bad / "retriever.json").read_text())
+    (bad / "retriever.json").write_text(json.dumps({**meta, "settings": {**meta["settings"], "hops": 3}}))
+    with pytest.raises(RetrieverLoadError, match=r"settings this hoprag cannot use \(unknown setting hops"):
+        load_retriever_model(bad)
     meta["format_version"] = 99
     (bad / "retriever.json").write_text(json.dumps(meta))
     with pytest.raises(RetrieverLoadError, match="format"):

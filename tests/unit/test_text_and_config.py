@@ -51,6 +51,64 @@ def test_invalid_configs_name_the_problem(overrides, needle):
         load_config(IndexConfig, None, overrides)
 
 
+def test_unknown_keys_are_refused_with_the_valid_names(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load_config(IndexConfig, None, ["extraction.batchsize=8"])
+    message = str(info.value)
+    assert "unknown setting extraction.batchsize (did you mean extraction.batch_size?" in message
+    assert "valid: batch_size, concurrency," in message and "\n" not in message
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("synonyms:\n  treshold: 0.9\nllm:\n  embeded: {}\n")
+    with pytest.raises(
+        ConfigError, match=r"unknown setting llm\.embeded \(did you mean llm\.embedded\?"
+    ) as info:
+        load_config(IndexConfig, typo)
+    assert "unknown setting synonyms.treshold" in str(info.value) and str(typo) in str(info.value)
+    with pytest.raises(ConfigError, match=r"unknown setting surprise \(valid: embedder, extraction, llm,"):
+        load_config(IndexConfig, None, ["surprise=1"])
+
+
+def _config_modules() -> list[str]:
+    """Every module of the project's packages that defines pydantic models (request/response
+    schemas of the HTTP API excepted: they have their own policy)."""
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    found = []
+    for package in ("hoprag", "indexing", "training", "serving", "evaluation", "cluster"):
+        for path in sorted((root / package).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            if path.name != "schemas.py" and ("from pydantic import" in text or "StrictModel" in text):
+                found.append(".".join(path.relative_to(root).with_suffix("").parts))
+    return found
+
+
+def test_every_config_model_refuses_unknown_keys():
+    import importlib
+    import inspect
+
+    from pydantic import BaseModel, ValidationError
+
+    modules = _config_modules()
+    assert {"indexing.config", "training.config", "serving.settings", "evaluation.judge"} <= set(modules)
+    models = [
+        cls
+        for name in modules
+        for _, cls in inspect.getmembers(importlib.import_module(name), inspect.isclass)
+        if issubclass(cls, BaseModel) and cls.__module__ == name
+    ]
+    assert len(models) >= 40
+    lenient = []
+    for cls in models:
+        try:
+            cls.model_validate({"surely_not_a_setting": 1})
+        except ValidationError as exc:
+            if any(e["type"] == "extra_forbidden" for e in exc.errors()):
+                continue
+        lenient.append(f"{cls.__module__}.{cls.__qualname__}")
+    assert not lenient, "config models that ignore unknown keys: " + ", ".join(lenient)
+
+
 def test_bad_yaml_files(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(IndexConfig, tmp_path / "missing.yaml")
@@ -115,3 +173,16 @@ def test_shipped_evaluation_configs_validate_and_show_their_command():
             path.read_text().splitlines()[0] == f"# hoprag eval run --config evaluation/configs/{path.name}"
         )
         load_config(EvalConfig, path)
+
+
+def test_shipped_benchmark_registry_entries_validate():
+    from pathlib import Path
+
+    import yaml
+
+    from evaluation.config import REGISTRY, BenchmarkSpec
+
+    entries = yaml.safe_load(Path(REGISTRY).read_text())["benchmarks"]
+    assert entries
+    for name, entry in entries.items():
+        BenchmarkSpec.model_validate({"name": name, **entry})  # strict: a misspelled key fails here
