@@ -3,6 +3,7 @@ and a disconnected drug component), for planner and serving tests."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from hoprag.kg.store import write_snapshot
@@ -80,15 +81,18 @@ def film_questions() -> list[dict]:
     return rows
 
 
-def write_film_index(out: Path, embedder, questions: bool = False) -> Path:
-    """The film KG as an index directory; with ``questions`` also its processed test questions."""
+def write_film_index(
+    out: Path, embedder, questions: bool = False, extra_questions: Sequence[dict] = ()
+) -> Path:
+    """The film KG as an index directory; with ``questions`` also its processed test questions,
+    followed by ``extra_questions`` (processed rows, any split)."""
     from indexing.questions import questions_table
 
     docs = [Document(t, ". ".join(" ".join(x) for x in ts) + ".") for t, ts in FILM_DOCS.items()]
     triples = [list(ts) for ts in FILM_DOCS.values()]
     tables = build_tables(docs, triples, [[] for _ in docs], embedder, SynonymConfig(enabled=False))
-    if questions:
-        tables.questions = questions_table(film_questions())
+    if questions or extra_questions:
+        tables.questions = questions_table([*(film_questions() if questions else []), *extra_questions])
     write_snapshot(out, tables, {"counts": {}, "embedder": "packaged:all-MiniLM-L6-v2"})
     return out
 
