@@ -96,6 +96,42 @@ def test_paired_t_test_by_hand() -> None:
     assert paired_t_test([1, 1], [1, 1]) == 1.0 and paired_t_test([1, 1], [0, 0]) == 0.0
 
 
+def test_the_report_tests_significance_with_the_t_test_and_holm(tmp_path) -> None:
+    """What docs/evaluation.md says: the p-value is the paired t-test's, Holm-corrected over all
+    comparisons; the paired bootstrap only gives the difference's interval."""
+    import json
+
+    from evaluation.report import summarize
+    from evaluation.results import results_path
+
+    # System a beats b by 0.25, 0.5, 0.75, 1 on recall@2 and by the same on recall@5. The t-test
+    # p-value is 0.0305 for each (test above); Holm over the two: 2 * 0.0305 = 0.061, not
+    # significant. A bootstrap test would put p at its floor (every resampled difference is
+    # positive) and call both significant.
+    scores = {"a": [0.25, 0.5, 0.75, 1.0], "b": [0.0] * 4}
+    for system, values in scores.items():
+        path = results_path(tmp_path, "bench", system)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            "".join(
+                json.dumps({"id": f"q{i}", "error": None, "metrics": {"recall@2": v, "recall@5": v}}) + "\n"
+                for i, v in enumerate(values)
+            )
+        )
+    meta = {"benchmarks": {"bench": {"input": {}}}, "systems": [{"name": "a"}, {"name": "b"}]}
+    comparisons = summarize(tmp_path, meta, resamples=500, seed=0)["comparisons"]
+    assert [c["metric"] for c in comparisons] == ["recall@2", "recall@5"]
+    for c in comparisons:
+        assert (c["a"], c["b"], c["n"], c["diff"]) == ("a", "b", 4, 0.625)
+        assert c["p"] == pytest.approx(0.0305, abs=5e-4)
+        assert c["p_holm"] == pytest.approx(2 * c["p"], abs=1e-4) and not c["significant"]
+    # the difference's interval is the paired bootstrap's
+    interval = paired_bootstrap(scores["a"], scores["b"], 500, seed=0)
+    assert comparisons[0]["low"] == round(interval["low"], 4) and comparisons[0]["high"] == round(
+        interval["high"], 4
+    )
+
+
 def test_llm_judge_verdicts_and_invalid_outputs() -> None:
     from evaluation.judge import judge
     from tests.support.planner_llm import Rule, ScriptedPlannerLLM
