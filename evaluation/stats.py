@@ -1,7 +1,10 @@
 """Uncertainty and significance for paired per-question scores (GLM-RAG appendix H).
 
 Two systems evaluated on the same questions give paired scores; the question is the unit of
-resampling. Everything is deterministic under ``seed``.
+resampling. Everything is deterministic under ``seed``. What the report (``evaluation/report.py``)
+uses: :func:`bootstrap_ci` and :func:`paired_bootstrap` for confidence intervals only, and
+:func:`paired_t_test` as the significance test, its p-values corrected by :func:`holm_bonferroni`
+over all comparisons. :func:`paired_bootstrap`'s own p-value is not used there.
 """
 
 from __future__ import annotations

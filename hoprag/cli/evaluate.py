@@ -1,4 +1,5 @@
-"""``hoprag eval run | report | retrieval``: batch evaluation, reports, the recall shortcut."""
+"""``hoprag eval run | report | retrieval | ceiling``: batch evaluation, reports, the recall shortcut,
+and the GLM retriever's ceiling (sampler coverage, oracle-scorer recall)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hoprag.cli.common import UserError, add_config_args
 
@@ -49,6 +50,38 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="run it as `eval run` instead (Ray Data, resumable) and write summary.json and report.md here",
     )
     er.set_defaults(handler=run_eval_retrieval, run_dir_arg="out")
+    ec = evsub.add_parser(
+        "ceiling",
+        help="the GLM retriever's ceiling: supporting entities inside the sampled subgraphs, and "
+        "recall@2/@5 of its document ranker fed with an oracle entity scorer (no model needed)",
+    )
+    ec.add_argument("--index", type=Path, required=True, help="index directory (with processed questions)")
+    ec.add_argument(
+        "--split",
+        action="append",
+        default=[],
+        help="question split (repeatable; default: every split of the index, each reported apart)",
+    )
+    ec.add_argument(
+        "--retriever",
+        default=None,
+        help="take the sampler and ranker settings from this retriever / training run directory",
+    )
+    ec.add_argument(
+        "--hops",
+        type=int,
+        nargs="+",
+        default=None,
+        choices=range(1, 7),
+        metavar="N",
+        help="sampler max_hops values to measure, one result each (default: the settings' own)",
+    )
+    ec.add_argument(
+        "--by", default=None, metavar="FIELD", help="also per value of a question field (domain, hops)"
+    )
+    ec.add_argument("--json", action="store_true", help="print one JSON object")
+    add_config_args(ec)
+    ec.set_defaults(handler=run_eval_ceiling)
 
 
 def run_eval_run(args: argparse.Namespace) -> int:
@@ -152,4 +185,51 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
         print(json.dumps(result))
     else:
         print("  ".join(f"{k}={v}" for k, v in result.items()))
+    return 0
+
+
+def run_eval_ceiling(args: argparse.Namespace) -> int:
+    """Settings from ``--retriever`` or a ``hoprag train`` config (``--config``, ``--set glm.…``),
+    else GLMSettings' defaults; one result per split and ``--hops`` value."""
+    from evaluation.ceiling import format_ceiling, measure_ceiling
+    from hoprag.config import load_config
+    from hoprag.glm.artifact import RetrieverLoadError, read_retriever_meta
+    from hoprag.kg.index import KGIndex
+    from hoprag.kg.store import KGIndexError
+    from training.config import TrainConfig
+
+    if args.retriever is not None and args.config is not None:
+        raise UserError("eval ceiling: --retriever and --config both give the GLM settings; give one")
+    base: dict[str, Any] = {}
+    if args.retriever is not None:
+        try:
+            _, meta = read_retriever_meta(args.retriever)
+        except RetrieverLoadError as exc:
+            raise UserError(str(exc)) from exc
+        base = {"glm": meta["settings"]}
+    settings = load_config(TrainConfig, args.config, args.overrides, base=base).glm
+    try:
+        index = KGIndex(args.index)
+    except KGIndexError as exc:
+        raise UserError(str(exc)) from exc
+    if index.questions is None:
+        raise UserError(f"{args.index} has no processed questions; index a corpus with train.json/test.json")
+    splits = args.split or sorted(set(index.questions.column("split").to_pylist()))
+    results = []
+    for split in splits:
+        for hops in args.hops or [settings.sampler.max_hops]:
+            sampler = settings.sampler.model_copy(update={"max_hops": hops})
+            try:
+                results.append(
+                    measure_ceiling(
+                        index, settings.model_copy(update={"sampler": sampler}), split, group_by=args.by
+                    )
+                )
+            except ValueError as exc:
+                raise UserError(str(exc)) from exc
+    if args.json:
+        print(json.dumps({"index": str(args.index), "results": results}))
+    else:
+        for result in results:
+            print("\n".join(format_ceiling(result)))
     return 0

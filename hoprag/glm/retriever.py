@@ -40,7 +40,6 @@ from hoprag.glm.model import GLMRetrieverModel
 from hoprag.glm.settings import GLMSettings
 from hoprag.kg.index import KGIndex
 from hoprag.retrieval.base import RankedDocument, RetrievalQuery, RetrievalResult, Retriever
-from hoprag.retrieval.ranking import rank_documents_idf
 
 
 def save_retriever(out_dir: Path, model: GLMRetrieverModel, tokenizer: Any, settings: GLMSettings) -> Path:
@@ -166,17 +165,11 @@ class GLMRetriever:
             if any(self.index.entity_id(e) is not None for e in q.question_entities)
         ]
         unseeded = [i for i in range(len(queries)) if i not in set(seeded)]
-        indptr, entity_docs = self.index.entity_documents
+        entity_docs = self.index.entity_documents
         titles = self.index.documents.column("title").to_pylist()
         for i, scored in zip(seeded, self.score([queries[i] for i in seeded]), strict=True):
-            ranked = rank_documents_idf(
-                [e for e, _ in scored],
-                [s for _, s in scored],
-                indptr,
-                entity_docs,
-                k,
-                self.settings.top_entities,
-                weight_by_score=self.settings.doc_ranker == "score_idf",
+            ranked = self.settings.rank_documents(
+                [e for e, _ in scored], [s for _, s in scored], entity_docs, k
             )
             top = sorted(scored, key=lambda x: -x[1])
             results[i] = RetrievalResult(

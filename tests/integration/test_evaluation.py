@@ -11,8 +11,9 @@ from evaluation.config import EvalConfig
 from evaluation.report import rebuild_report
 from evaluation.results import read_results, results_path
 from evaluation.runner import run_evaluation
+from hoprag.kg.index import KGIndex
 from hoprag.ray_runtime import RayConfig
-from tests.support.film_kg import write_film_index, write_tiny_glm
+from tests.support.film_kg import film_questions, write_film_index, write_tiny_glm
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -67,7 +68,18 @@ def test_interrupted_evaluation_resumes_with_only_the_missing_questions(film_eva
     assert first["results"] == second["results"]
 
 
-def test_summary_report_plots_and_input_problems(film_eval, tmp_path) -> None:
+# The 2-hop subgraph of each film question's seed (GLMSettings' sampler; 600 triples is no limit here).
+FILM_SUBGRAPHS = [
+    ["my cousin from warsaw", "carl boese", "berlin"],
+    ["payment on demand", "curtis bernhardt", "1951", "worms", "pearl argyle"],
+    ["my cousin from warsaw", "carl boese", "berlin"],
+    ["kellan fever", "ostarizumab"],
+    ["curtis bernhardt", "payment on demand", "worms", "pearl argyle", "1951", "germany", "berlin"],
+    ["worms", "curtis bernhardt", "germany", "berlin", "payment on demand", "pearl argyle", "carl boese"],
+]
+
+
+def test_summary_report_plots_and_input_problems(film_eval, tmp_path, embedder) -> None:
     config = _config(film_eval, tmp_path / "eval")
     summary = run_evaluation(config, progress=False)
     by = {(r["benchmark"], r["system"]): r for r in summary["results"]}
@@ -76,8 +88,19 @@ def test_summary_report_plots_and_input_problems(film_eval, tmp_path) -> None:
     assert "entity_recall@20" in by[("films", "glm")]["metrics"]  # the GLM scores entities
     assert summary["inputs"]["films"]["missing_supporting_docs"] == 1  # "Atlantis" is not in the corpus
     assert set(summary["breakdowns"]["films"]) >= {"hops", "supporting_docs", "entity_distance"}
-    glm_analysis = summary["analysis"]["films"]["glm"]  # the GLM scores entities; dense does not
-    assert glm_analysis["hop_distance"] is not None and -1 <= glm_analysis["semantic_similarity"] <= 1
+    # The GLM scores entities; dense does not. The tiny GLM's 2-hop subgraphs hold fewer than 20
+    # entities, so its top 20 are the whole subgraph whatever the scores: hops from the seed below.
+    glm_analysis = summary["analysis"]["films"]["glm"]
+    mean_hops = [(0 + 1 + 2) / 3, (0 + 1 + 1 + 2 + 2) / 5, (0 + 1 + 2) / 3, (0 + 1) / 2, 9 / 7, 9 / 7]
+    assert glm_analysis["hop_distance"] == pytest.approx(sum(mean_hops) / 6, abs=1e-4)
+    assert summary["analysis"]["films-3hop"]["glm"]["hop_distance"] == 1.0  # film-2: mcfw, boese, berlin
+    # Semantic similarity: question vs those entities' embeddings, recomputed here.
+    index = KGIndex(film_eval["index"])
+    sims = []
+    for row, names in zip(film_questions(), FILM_SUBGRAPHS, strict=True):
+        q = embedder.encode([row["question"]])[0]
+        sims.append(sum(float(index.entity_embeddings[index.entity_id(n)] @ q) for n in names) / len(names))
+    assert glm_analysis["semantic_similarity"] == pytest.approx(sum(sims) / len(sims), abs=1e-3)
     assert "dense" not in summary["analysis"]["films"]
     assert all("p_holm" in c and c["p_holm"] >= c["p"] for c in summary["comparisons"])
     report = (config.out / "report.md").read_text()

@@ -13,7 +13,9 @@ import pytest
 from evaluation.retrieval import evaluate_retrieval
 from hoprag.kg.index import KGIndex
 from hoprag.ray_runtime import RayConfig
+from hoprag.retrieval.base import RetrievalQuery
 from hoprag.retrieval.loading import load_retriever
+from hoprag.retrieval.metrics import recall_at_k
 from indexing.corpus import read_corpus
 from indexing.pipeline import build_index
 from tests.integration.conftest import http_index_config
@@ -55,8 +57,21 @@ def test_train_resume_export_and_evaluate(tmp_path, train_index, ray_cluster):
     states = sorted((run / "ray" / "glm").glob("checkpoint_*/trainer_state.json"))
     assert states and max(json.loads(p.read_text())["step"] for p in states) == 6
     index = KGIndex(train_index)
-    result = evaluate_retrieval(index, load_retriever(str(run), index))
-    assert result["n"] > 0 and 0.0 <= result["recall@5"] <= 1.0
+    retriever = load_retriever(str(run), index)
+    result = evaluate_retrieval(index, retriever)
+    # every one of the 10 synthetic test questions has gold documents and is scored
+    assert (result["n"], result["errors"], result["skipped_no_gold"]) == (10, 0, 0)
+    # the means are those of the exported retriever's own rankings, recomputed here
+    rows = [r for r in index.questions.to_pylist() if r["split"] == "test"]
+    ranked = retriever.retrieve(
+        [RetrievalQuery(r["question"], tuple(r["question_entities"])) for r in rows], 10
+    )
+    for k in (2, 5):
+        recalls = [
+            recall_at_k([d.title for d in res.documents], r["supporting_docs"], k)
+            for r, res in zip(rows, ranked, strict=True)
+        ]
+        assert result[f"recall@{k}"] == round(sum(recalls) / len(recalls), 4)
     assert result["recall@5"] >= result["recall@2"]
 
 

@@ -3,6 +3,7 @@ and a disconnected drug component), for planner and serving tests."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from hoprag.kg.store import write_snapshot
@@ -103,10 +104,17 @@ def film_questions(variants: bool = False) -> list[dict]:
     return rows
 
 
-def film_tables(embedder, questions: bool = False, ner_llm=None, variants: bool = False) -> KGTables:
+def film_tables(
+    embedder,
+    questions: bool = False,
+    ner_llm=None,
+    variants: bool = False,
+    extra_questions: Sequence[dict] = (),
+) -> KGTables:
     """The film KG's tables (what :func:`write_film_index` writes; build once, write many); with
     ``questions`` also its processed test questions, linked as ``hoprag index`` links them:
-    dictionary + embedding, and with ``ner_llm`` also that LLM's NER."""
+    dictionary + embedding, and with ``ner_llm`` also that LLM's NER; then ``extra_questions``
+    (processed rows, any split, links as given)."""
     from hoprag.linking.linker import normalize_question
     from indexing.extract import extract_question_mentions, ner_key
     from indexing.questions import link_questions, questions_table
@@ -114,8 +122,8 @@ def film_tables(embedder, questions: bool = False, ner_llm=None, variants: bool 
     docs = [Document(t, ". ".join(" ".join(x) for x in ts) + ".") for t, ts in FILM_DOCS.items()]
     triples = [list(ts) for ts in FILM_DOCS.values()]
     tables = build_tables(docs, triples, [[] for _ in docs], embedder, SynonymConfig(enabled=False))
-    if questions:
-        rows = film_questions(variants)
+    if questions or extra_questions:
+        rows = film_questions(variants) if questions else []
         mentions: list[list[str]] = [[] for _ in rows]
         if ner_llm is not None:
             texts = [normalize_question(r["question"]) for r in rows]
@@ -133,7 +141,7 @@ def film_tables(embedder, questions: bool = False, ner_llm=None, variants: bool 
         )
         for row, links in zip(rows, linked, strict=True):
             row["question_entities"], row["link_sources"] = links["question_entities"], links["link_sources"]
-        tables.questions = questions_table(rows)
+        tables.questions = questions_table([*rows, *extra_questions])
     return tables
 
 
@@ -148,13 +156,16 @@ def write_film_index(
     ner_llm=None,
     variants: bool = False,
     tables: KGTables | None = None,
+    extra_questions: Sequence[dict] = (),
 ) -> Path:
     """The film KG as an index directory (:func:`film_tables`, or ``tables`` already built with the
     same ``ner_llm``), its manifest recording how the questions were linked (and with ``ner_llm``
     which LLM linked them, like an index built with that LLM)."""
     from hoprag.extraction.prompts import PROMPT_VERSION
 
-    tables = tables if tables is not None else film_tables(embedder, questions, ner_llm, variants)
+    tables = (
+        tables if tables is not None else film_tables(embedder, questions, ner_llm, variants, extra_questions)
+    )
     manifest: dict = {
         "counts": {},
         "embedder": "packaged:all-MiniLM-L6-v2",

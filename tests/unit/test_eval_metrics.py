@@ -43,8 +43,10 @@ def test_bootstrap_ci_is_deterministic_and_exact_on_constant_scores() -> None:
     assert bootstrap_ci([0.5] * 7, 200, seed=1) == (0.5, 0.5, 0.5)  # no spread, no interval
     a = bootstrap_ci([0, 1, 1, 0, 1, 1, 1, 0], 500, seed=3)
     assert a == bootstrap_ci([0, 1, 1, 0, 1, 1, 1, 0], 500, seed=3)
-    mean, low, high = a
-    assert mean == 0.625 and 0.2 <= low < mean < high <= 1.0
+    # A resample's mean is Binomial(8, 5/8) / 8: P(mean <= 1/8) = 0.0056 and P(mean <= 2/8) = 0.036
+    # put the 2.5% quantile at 2/8; P(mean <= 6/8) = 0.865 and P(mean <= 7/8) = 0.977 put the
+    # 97.5% quantile at 7/8. 500 resamples with seed 3 land on exactly these.
+    assert a == (0.625, 0.25, 0.875)
 
 
 def test_bootstrap_ci_on_two_values_by_hand() -> None:
@@ -92,6 +94,42 @@ def test_paired_t_test_by_hand() -> None:
     # d = 1,2,3,4: mean 2.5, sd 1.2910, t = 2.5 / (1.2910 / 2) = 3.873 with 3 df -> p = 0.0305
     assert paired_t_test([1, 2, 3, 4], [0, 0, 0, 0]) == pytest.approx(0.0305, abs=5e-4)
     assert paired_t_test([1, 1], [1, 1]) == 1.0 and paired_t_test([1, 1], [0, 0]) == 0.0
+
+
+def test_the_report_tests_significance_with_the_t_test_and_holm(tmp_path) -> None:
+    """What docs/evaluation.md says: the p-value is the paired t-test's, Holm-corrected over all
+    comparisons; the paired bootstrap only gives the difference's interval."""
+    import json
+
+    from evaluation.report import summarize
+    from evaluation.results import results_path
+
+    # System a beats b by 0.25, 0.5, 0.75, 1 on recall@2 and by the same on recall@5. The t-test
+    # p-value is 0.0305 for each (test above); Holm over the two: 2 * 0.0305 = 0.061, not
+    # significant. A bootstrap test would put p at its floor (every resampled difference is
+    # positive) and call both significant.
+    scores = {"a": [0.25, 0.5, 0.75, 1.0], "b": [0.0] * 4}
+    for system, values in scores.items():
+        path = results_path(tmp_path, "bench", system)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            "".join(
+                json.dumps({"id": f"q{i}", "error": None, "metrics": {"recall@2": v, "recall@5": v}}) + "\n"
+                for i, v in enumerate(values)
+            )
+        )
+    meta = {"benchmarks": {"bench": {"input": {}}}, "systems": [{"name": "a"}, {"name": "b"}]}
+    comparisons = summarize(tmp_path, meta, resamples=500, seed=0)["comparisons"]
+    assert [c["metric"] for c in comparisons] == ["recall@2", "recall@5"]
+    for c in comparisons:
+        assert (c["a"], c["b"], c["n"], c["diff"]) == ("a", "b", 4, 0.625)
+        assert c["p"] == pytest.approx(0.0305, abs=5e-4)
+        assert c["p_holm"] == pytest.approx(2 * c["p"], abs=1e-4) and not c["significant"]
+    # the difference's interval is the paired bootstrap's
+    interval = paired_bootstrap(scores["a"], scores["b"], 500, seed=0)
+    assert comparisons[0]["low"] == round(interval["low"], 4) and comparisons[0]["high"] == round(
+        interval["high"], 4
+    )
 
 
 def test_llm_judge_verdicts_and_invalid_outputs() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -106,4 +107,8 @@ def test_the_configured_document_ranker_is_used(exported, small_index, embedder)
     weighted_settings = settings.model_copy(update={"doc_ranker": "score_idf"})
     weighted = GLMRetriever(ix, model, tok, weighted_settings, embedder).retrieve(query, k=1)[0]
     assert plain.documents[0].score == 2.0  # two entities, each only in this document
-    assert 0.0 < weighted.documents[0].score < 2.0
+    # the same two entities, each voting 1 / 1 times its probability (sigmoid of its logit)
+    logits = dict(weighted.entities)
+    assert set(logits) == {"kellan fever", "ostarizumab"}
+    assert weighted.documents[0].score == pytest.approx(sum(1 / (1 + math.exp(-s)) for s in logits.values()))
+    assert weighted.documents[0].score < plain.documents[0].score

@@ -78,7 +78,16 @@ def test_building_the_app_checks_its_sources_without_loading_them(tmp_path: Path
 
     index = write_film_index(tmp_path / "index", embedder)
     glm = write_tiny_glm(tmp_path / "glm" / "retriever").parent
-    assert build_app({"index": str(index), "retriever": str(glm)}) is not None
+    from ray.serve import Application
+
+    app = build_app({"index": str(index), "retriever": str(glm)})
+    # The ingress bound over the QA deployment, with the given sources (Ray keeps the bound
+    # deployment in a private attribute; there is no public accessor).
+    ingress = app._bound_deployment
+    assert isinstance(app, Application) and ingress.name == "QAIngress"
+    qa, settings = ingress.init_args
+    assert isinstance(qa, Application) and qa._bound_deployment.name == "QA"
+    assert (str(settings.index), str(settings.retriever)) == (str(index), str(glm))
     # A roll-out to a bad path fails in the builder, before Serve replaces any running replica.
     with pytest.raises(ValueError, match="not a hoprag index"):
         build_app({"index": str(tmp_path / "missing-index")})
