@@ -10,12 +10,13 @@ endpoint's ``retrieve`` mode.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from evaluation.questions import select_questions
 from evaluation.results import error_counts
-from evaluation.worker import EvalWorker
+from evaluation.worker import TOP_DOCS, EvalWorker, score_row
 from hoprag.embedding import Embedder
 from hoprag.kg.index import KGIndex
 from hoprag.llm.base import LLM
@@ -60,6 +61,52 @@ def evaluate_retrieval(
     records: list[dict[str, Any]] = []
     for start in range(0, len(scored), batch_size):
         records.extend(worker.evaluate(scored[start : start + batch_size]))
+    return _summarize(rows, scored, records, report.duplicate_ids, ks, split, retriever.name, group_by)
+
+
+def evaluate_endpoint(
+    index: KGIndex,
+    ask: Callable[[str, int], dict[str, Any]],
+    split: str = "test",
+    ks: Sequence[int] = (2, 5),
+    group_by: str | None = None,
+) -> dict[str, Any]:
+    """:func:`evaluate_retrieval` of a served QA app: each question goes to ``ask(question, top_k)``
+    (``POST /v1/qa`` in ``retrieve`` mode with its trace) and is scored from the documents and seeds
+    the response carries, with the same questions, cut-offs and summary as the in-process form."""
+    rows, report = select_questions(index, split)
+    scored = [r for r in rows if r["supporting_docs"]]
+    records: list[dict[str, Any]] = []
+    for row in scored:
+        record: dict[str, Any] = {"id": row["id"], "error": None}
+        try:
+            body = ask(row["question"], TOP_DOCS)
+            titles = [d["title"] for d in body["documents"]]
+            steps = (body.get("trace") or {}).get("steps") or [{}]
+            seeds = steps[0].get("seed_sources") or {}
+            record.update(
+                documents=titles,
+                question_entities=list(seeds),
+                link_sources=list(seeds.values()),
+                notes=[n for s in steps for c in s.get("clues", []) for n in c.get("notes", [])],
+                metrics=score_row(row, titles, [], None, list(ks)),
+            )
+        except Exception as exc:
+            record.update(error=f"{type(exc).__name__}: {exc}"[:500], metrics={})
+        records.append(record)
+    return _summarize(rows, scored, records, report.duplicate_ids, ks, split, "endpoint", group_by)
+
+
+def _summarize(
+    rows: list[dict[str, Any]],
+    scored: list[dict[str, Any]],
+    records: list[dict[str, Any]],
+    duplicate_ids: list[str],
+    ks: Sequence[int],
+    split: str,
+    retriever: str,
+    group_by: str | None,
+) -> dict[str, Any]:
     ok = [(row, rec) for row, rec in zip(scored, records, strict=True) if not rec["error"]]
     failed = [rec["error"] for rec in records if rec["error"]]
     if failed and not ok:
@@ -69,12 +116,15 @@ def evaluate_retrieval(
         {
             "n": len(ok),
             "skipped_no_gold": len(rows) - len(scored),
-            "duplicate_ids": len(report.duplicate_ids),
+            "duplicate_ids": len(duplicate_ids),
             "errors": len(failed),
             "error_kinds": error_counts(records),
             "split": split,
-            "retriever": retriever.name,
+            "retriever": retriever,
             "fallbacks": sum(bool(rec.get("notes")) for _, rec in ok),
+            "seeds_by_linker": dict(
+                sorted(Counter(s for _, rec in ok for s in rec.get("link_sources") or []).items())
+            ),
         }
     )
     if group_by:

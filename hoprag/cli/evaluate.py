@@ -49,6 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="run it as `eval run` instead (Ray Data, resumable) and write summary.json and report.md here",
     )
+    er.add_argument(
+        "--url",
+        default=None,
+        help="score a running QA app instead (POST /v1/qa, retrieve mode): the same questions and "
+        "metrics, from what the endpoint returns; --retriever is then the app's",
+    )
+    er.add_argument("--token", default=None, help="bearer token for --url (default: $HOPRAG_TOKEN)")
     er.set_defaults(handler=run_eval_retrieval, run_dir_arg="out")
     ec = evsub.add_parser(
         "ceiling",
@@ -160,8 +167,12 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
             "eval retrieval: --by is for the quick in-process form; with --out the report already "
             "breaks recall down by hops, question type, supporting documents and entity distance"
         )
+    if args.url is not None:
+        return _eval_endpoint(args)
+
     if args.out is not None:  # the full machinery: Ray Data job, resumable results, report
         from evaluation.config import EvalConfig, SystemSpec, resolve_benchmark
+        from hoprag.qa.builder import index_llm_config
 
         name = Path(args.retriever).name if args.retriever != "dense" else "dense"
         try:
@@ -170,8 +181,9 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
                 benchmarks=[bench],
                 systems=[SystemSpec(name=name, kind="retrieval", retriever=args.retriever)],
                 out=args.out,
+                llm=index_llm_config(KGIndex(args.index)),  # links as the in-process form does
             )
-        except ValueError as exc:
+        except (KGIndexError, ValueError) as exc:
             raise UserError(f"eval retrieval: {exc}") from exc
         return _run_eval_config(config, as_json=args.json)
     try:
@@ -181,11 +193,36 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
         )
     except (KGIndexError, RetrieverSpecError, ValueError) as exc:
         raise UserError(str(exc)) from exc
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print("  ".join(f"{k}={v}" for k, v in result.items()))
+    _print_result(result, args.json)
     return 0
+
+
+def _eval_endpoint(args: argparse.Namespace) -> int:
+    import os
+
+    from evaluation.retrieval import evaluate_endpoint
+    from hoprag.kg.index import KGIndex
+    from hoprag.kg.store import KGIndexError
+    from serving.client import QAClient
+
+    if args.out is not None:
+        raise UserError("eval retrieval: --url scores a running app in process; it takes no --out")
+    client = QAClient(args.url, token=args.token or os.environ.get("HOPRAG_TOKEN"))
+    try:
+        result = evaluate_endpoint(
+            KGIndex(args.index),
+            lambda question, top_k: client.ask(question, mode="retrieve", top_k=top_k, trace=True),
+            split=args.split,
+            group_by=args.by,
+        )
+    except (KGIndexError, ValueError) as exc:
+        raise UserError(str(exc)) from exc
+    _print_result(result, args.json)
+    return 0
+
+
+def _print_result(result: dict, as_json: bool) -> None:
+    print(json.dumps(result) if as_json else "  ".join(f"{k}={v}" for k, v in result.items()))
 
 
 def run_eval_ceiling(args: argparse.Namespace) -> int:

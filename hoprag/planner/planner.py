@@ -290,6 +290,9 @@ class Planner:
                 if hits:
                     matched[mention] = hits
                 step.matches[mention] = [(h.name, round(h.score, 4), h.exact) for h in hits]
+                for h in hits:  # named like the question linkers: how each candidate seed was found
+                    exact = "dictionary" if step.entity_source == "dictionary" else "llm_exact"
+                    step.seed_sources.setdefault(h.name, exact if h.exact else "llm_nearest")
         if not matched:
             step.degraded.append(
                 "no entity matched a KG vertex: clue query is the step itself, without seeds"

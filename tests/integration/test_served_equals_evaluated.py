@@ -123,7 +123,14 @@ def setup(ray_cluster, tmp_path_factory, embedder) -> Iterator[dict]:
                 }
             )
             summary = run_evaluation(config, progress=False)
-            yield {"base": base, "out": out, "summary": summary}
+            yield {
+                "base": base,
+                "out": out,
+                "summary": summary,
+                "index": index,
+                "glm": glm,
+                "llm_config": llm_config,
+            }
         finally:
             serve.shutdown()
 
@@ -179,3 +186,20 @@ def test_plan_mode_serves_what_evaluation_reports(setup) -> None:
         assert [d["title"] for d in served["documents"]] == evaluated["documents"], question
         assert (served["answer"] if not served["not_enough_info"] else "") == evaluated["answer"]
         assert served["llm_calls"] >= 1
+
+
+def test_eval_retrieval_of_the_endpoint_equals_eval_retrieval_in_process(setup, capsys) -> None:
+    from evaluation.retrieval import evaluate_retrieval
+    from hoprag.cli import main
+    from hoprag.kg.index import KGIndex
+    from hoprag.llm.factory import LLMBackendConfig, build_llm
+    from hoprag.retrieval.loading import load_retriever
+
+    assert main(["eval", "retrieval", "--index", str(setup["index"]), "--url", setup["base"], "--json"]) == 0
+    served = json.loads(capsys.readouterr().out)
+    index = KGIndex(setup["index"])
+    llm = build_llm(LLMBackendConfig.model_validate(setup["llm_config"]))  # the served LLM
+    evaluated = evaluate_retrieval(index, load_retriever(str(setup["glm"]), index), llm=llm)
+    for key in ("recall@2", "recall@5", "n", "seeds_by_linker", "fallbacks"):
+        assert served[key] == evaluated[key], key
+    assert served["seeds_by_linker"] == {"dictionary": 1, "llm_exact": 8}

@@ -80,7 +80,9 @@ EXTRA = [
 
 @pytest.fixture(scope="module")
 def film_index(tmp_path_factory, embedder):
-    return write_film_index(tmp_path_factory.mktemp("ceiling") / "index", embedder, True, EXTRA)
+    return write_film_index(
+        tmp_path_factory.mktemp("ceiling") / "index", embedder, True, extra_questions=EXTRA
+    )
 
 
 def _settings(max_hops: int, doc_ranker: str = "score_idf") -> GLMSettings:

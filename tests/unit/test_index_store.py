@@ -191,16 +191,16 @@ def test_manifests_without_sizes_and_samples_are_verified_in_full(
 
 
 def test_loaders_of_ask_serve_and_eval_refuse_a_corrupted_index(index: Path) -> None:
-    from hoprag.planner.app import load_index_and_embedder
-
     from evaluation.config import BenchmarkSpec
     from evaluation.questions import load_questions
+    from hoprag.qa.builder import load_components
+    from hoprag.qa.config import QASettings
     from serving.builder import check_sources
     from serving.settings import QAAppSettings
 
     _flip(_file(index, "triples.parquet"), 50)
     with pytest.raises(KGIndexError, match=r"triples\.parquet"):
-        load_index_and_embedder(index)  # hoprag ask, the QA deployment
+        load_components(index, QASettings())  # hoprag ask, the QA deployment, evaluation workers
     with pytest.raises(ValueError, match=r"QA app: index: .*triples\.parquet"):
         check_sources(QAAppSettings(index=str(index)))  # before a roll-out replaces any replica
     with pytest.raises(ValueError, match=r"benchmark film: .*triples\.parquet"):

@@ -56,6 +56,7 @@ def test_plan_enhancement_fills_placeholders_from_earlier_steps(film_kg) -> None
     ]
     step3 = result.steps[2]
     assert step3.entity_source == "dictionary" and step3.matches["curtis bernhardt"][0][2] is True
+    assert step3.seed_sources == {"curtis bernhardt": "dictionary"}
     assert "Curtis Bernhardt | born in | Worms" in [t.text for c in step3.clues for t in c.triples]
     # plan, 4 step answers, updates after steps 1 and 2 (placeholders waiting), none after 3
     # (step 4 needs nothing from it), one after 4 that gives the final answer.
@@ -155,7 +156,7 @@ def test_a_question_without_matchable_entities_still_searches(film_kg) -> None:
         "Which drug cures Zorblax?"
     )
     step = result.steps[0]
-    assert step.entity_source == "llm" and step.matches == {"Zorblax": []}
+    assert step.entity_source == "llm" and step.matches == {"Zorblax": []} and step.seed_sources == {}
     assert any("no entity matched" in d for d in step.degraded)
     assert "Ostarizumab | treats | Kellan fever" in [
         t.text for t in step.clues[0].triples
