@@ -1,6 +1,6 @@
 """PAI-2: the iterative search planner over the KG (pure Python; no Ray needed).
 
-Entry points: :class:`Planner` (``Planner(kg, llm, config).answer(question)``),
+Entry points: :class:`Planner` (built by :func:`hoprag.qa.builder.assemble_qa_system`),
 :class:`PlannerConfig`, :class:`KnowledgeGraphView`, and the traversals in
 :mod:`hoprag.planner.traversal`.
 """
