@@ -127,6 +127,13 @@ def _summarize(
             ),
         }
     )
+    out["per_question"] = [  # what both forms observe (the endpoint returns no entity scores)
+        {
+            **{k: rec.get(k) for k in ("id", "documents", "question_entities", "link_sources", "error")},
+            "recall": {m: v for m, v in rec["metrics"].items() if m.startswith("recall@")},
+        }
+        for rec in records
+    ]
     if group_by:
         groups: dict[str, list[dict[str, float]]] = {}
         for row, rec in ok:

@@ -56,6 +56,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "metrics, from what the endpoint returns; --retriever is then the app's",
     )
     er.add_argument("--token", default=None, help="bearer token for --url (default: $HOPRAG_TOKEN)")
+    er.add_argument(
+        "--per-question",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write each question's documents, seeds and linkers as JSONL (compare two runs with diff)",
+    )
     er.set_defaults(handler=run_eval_retrieval, run_dir_arg="out")
     ec = evsub.add_parser(
         "ceiling",
@@ -193,7 +200,7 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
         )
     except (KGIndexError, RetrieverSpecError, ValueError) as exc:
         raise UserError(str(exc)) from exc
-    _print_result(result, args.json)
+    _print_result(result, args.json, args.per_question)
     return 0
 
 
@@ -217,11 +224,15 @@ def _eval_endpoint(args: argparse.Namespace) -> int:
         )
     except (KGIndexError, ValueError) as exc:
         raise UserError(str(exc)) from exc
-    _print_result(result, args.json)
+    _print_result(result, args.json, args.per_question)
     return 0
 
 
-def _print_result(result: dict, as_json: bool) -> None:
+def _print_result(result: dict, as_json: bool, per_question: Path | None = None) -> None:
+    records = result.pop("per_question", [])
+    if per_question is not None:
+        per_question.parent.mkdir(parents=True, exist_ok=True)
+        per_question.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
     print(json.dumps(result) if as_json else "  ".join(f"{k}={v}" for k, v in result.items()))
 
 

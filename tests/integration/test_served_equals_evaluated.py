@@ -195,7 +195,9 @@ def test_eval_retrieval_of_the_endpoint_equals_eval_retrieval_in_process(setup, 
     from hoprag.llm.factory import LLMBackendConfig, build_llm
     from hoprag.retrieval.loading import load_retriever
 
-    assert main(["eval", "retrieval", "--index", str(setup["index"]), "--url", setup["base"], "--json"]) == 0
+    per_question = setup["out"] / "endpoint.jsonl"
+    argv = ["eval", "retrieval", "--index", str(setup["index"]), "--url", setup["base"], "--json"]
+    assert main([*argv, "--per-question", str(per_question)]) == 0
     served = json.loads(capsys.readouterr().out)
     index = KGIndex(setup["index"])
     llm = build_llm(LLMBackendConfig.model_validate(setup["llm_config"]))  # the served LLM
@@ -203,3 +205,5 @@ def test_eval_retrieval_of_the_endpoint_equals_eval_retrieval_in_process(setup, 
     for key in ("recall@2", "recall@5", "n", "seeds_by_linker", "fallbacks"):
         assert served[key] == evaluated[key], key
     assert served["seeds_by_linker"] == {"dictionary": 1, "llm_exact": 8}
+    served_rows = [json.loads(line) for line in per_question.read_text().splitlines()]
+    assert served_rows == [json.loads(json.dumps(r, sort_keys=True)) for r in evaluated["per_question"]]
