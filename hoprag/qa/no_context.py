@@ -11,7 +11,7 @@ from hoprag.planner.llm_calls import CachedLLM, CallLedger
 from hoprag.planner.planner import NOT_ENOUGH_INFO, PlannerInputError, check_question
 from hoprag.planner.trace import Answer, StepTrace
 from hoprag.qa.retrieve import answer_from_completion
-from hoprag.qa.system import QAMode
+from hoprag.qa.system import QAMode, answer_one
 
 
 class NoContextAnswer:
@@ -26,10 +26,7 @@ class NoContextAnswer:
         return "no_context"
 
     def answer(self, question: str, top_k: int = 5) -> Answer:
-        result = self.answer_batch([question], top_k)[0]
-        if isinstance(result, Exception):
-            raise result
-        return result
+        return answer_one(self, question, top_k)
 
     def answer_batch(self, questions: Sequence[str], top_k: int = 5) -> list[Answer | Exception]:
         started = time.perf_counter()

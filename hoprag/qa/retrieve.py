@@ -25,7 +25,7 @@ from hoprag.planner.planner import NOT_ENOUGH_INFO, PlannerInputError, check_que
 from hoprag.planner.trace import Answer, ClueTrace, DocumentEvidence, StepTrace, TripleEvidence
 from hoprag.planner.traversal.retriever import RetrieverTraversal
 from hoprag.qa.config import RetrieveModeSettings
-from hoprag.qa.system import QAMode
+from hoprag.qa.system import QAMode, answer_one
 from hoprag.retrieval.base import RetrievalQuery, RetrievalResult, Retriever
 
 
@@ -90,10 +90,7 @@ class RetrieveThenAnswer:
         ]
 
     def answer(self, question: str, top_k: int = 5) -> Answer:
-        result = self.answer_batch([question], top_k)[0]
-        if isinstance(result, Exception):
-            raise result
-        return result
+        return answer_one(self, question, top_k)
 
     def answer_batch(self, questions: Sequence[str], top_k: int = 5) -> list[Answer | Exception]:
         started = time.perf_counter()

@@ -27,3 +27,12 @@ class QASystem(Protocol):
         """Several questions at once (batched where the mode can); a question that fails has its
         exception in its place, the others are unaffected."""
         ...
+
+
+def answer_one(system: QASystem, question: str, top_k: int) -> Answer:
+    """``system.answer`` for systems that answer through :meth:`QASystem.answer_batch`: the one
+    question's answer, or its exception raised."""
+    result = system.answer_batch([question], top_k)[0]
+    if isinstance(result, Exception):
+        raise result
+    return result
