@@ -196,3 +196,77 @@ def test_eval_retrieval_of_the_endpoint_equals_eval_retrieval_in_process(setup, 
     assert served["seeds_by_linker"] == {"dictionary": 1, "llm_exact": 8}
     served_rows = [json.loads(line) for line in per_question.read_text().splitlines()]
     assert served_rows == [json.loads(json.dumps(r, sort_keys=True)) for r in evaluated["per_question"]]
+
+
+@pytest.fixture(scope="module")
+def generated(setup, ray_cluster, tmp_path_factory) -> dict:
+    """The packaged sample (a generated benchmark, 16 of its 80 questions respelled) indexed by the
+    reference extractor, served as a second app next to the first. The served LLM is the reference
+    extractor on a copy of the world, so its model id differs from the one that linked the index:
+    both sides link every question at query time, with real NER of respelled names."""
+    import os
+    import shutil
+
+    from ray import serve
+
+    from serving.builder import build_app
+    from serving.run import wait_until_ready
+    from tests.support.local_ray import SAMPLE, run_reference_index
+
+    root = tmp_path_factory.mktemp("generated")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    indexed = run_reference_index(root / "index", env)
+    assert indexed.returncode == 0, indexed.stdout[-3000:]
+    world = root / "served-world" / "raw" / "world.json"
+    world.parent.mkdir(parents=True)
+    shutil.copy(SAMPLE / "raw" / "world.json", world)
+    llm_config = {"backend": "reference", "reference": {"world": str(world)}}
+    small = {"num_cpus": 0.1, "autoscaling": {"min_replicas": 1, "max_replicas": 1}}
+    settings = QAAppSettings.model_validate(
+        {
+            "index": str(root / "index"),
+            "llm": llm_config,
+            "request_timeout_s": 60,
+            **{name: dict(small) for name in ("ingress", "qa", "retriever_deployment", "llm_deployment")},
+        }
+    )
+    serve.run(build_app(settings), name="generated", route_prefix="/generated", blocking=False)
+    base = f"{setup['base']}/generated"
+    wait_until_ready(base, timeout_s=300, progress=False)
+    out = root / "eval"
+    config = EvalConfig.model_validate(
+        {
+            "benchmarks": [{"name": "sample", "index": str(root / "index")}],
+            "systems": [{"name": "dense", "kind": "retrieval", "retriever": "dense"}],
+            "out": str(out),
+            "llm": llm_config,
+            "batch_size": 8,
+            "cpus_per_actor": 0.5,
+            "bootstrap_resamples": 100,
+            "ray": RayConfig(address=ray_cluster).model_dump(),
+        }
+    )
+    summary = run_evaluation(config, progress=False)
+    return {"base": base, "out": out, "summary": summary}
+
+
+def test_a_generated_benchmark_with_respelled_questions_is_served_as_evaluated(generated) -> None:
+    evaluated = {
+        r["id"]: r for r in map(json.loads, (generated["out"] / "results" / "sample" / "dense.jsonl").open())
+    }
+    assert len(evaluated) == 20 and not any(r["error"] for r in evaluated.values())
+    recalls: dict[int, list[float]] = {2: [], 5: []}
+    respelled = 0
+    for record in evaluated.values():
+        served = _ask(generated["base"], record["question"], "retrieve")
+        titles = [d["title"] for d in served["documents"]]
+        assert titles == record["documents"], record["question"]
+        seeds = served["trace"]["steps"][0]["seed_sources"]
+        assert (list(seeds), list(seeds.values())) == (record["question_entities"], record["link_sources"])
+        respelled += record["meta"].get("spelling", "exact") != "exact"
+        for k in recalls:
+            recalls[k].append(recall_at_k(titles, record["supporting_docs"], k))
+    assert respelled == 4  # the sample's test split: 2 case variants, 2 abbreviations
+    (reported,) = generated["summary"]["results"]
+    for k, values in recalls.items():
+        assert round(sum(values) / len(values), 4) == reported["metrics"][f"recall@{k}"]
