@@ -17,7 +17,7 @@ from typing import Any
 
 from hoprag.extraction.parsing import DocumentStatus, Triple, parse_entity_list, parse_openie_output
 from hoprag.extraction.prompts import PROMPT_VERSION, ner_prompt, openie_prompt
-from hoprag.llm.base import LLM, Completion
+from hoprag.llm.base import LLM, Completion, uses_student_prompt
 from hoprag.text import content_hash
 from indexing.config import ExtractionConfig
 
@@ -238,7 +238,8 @@ def extract_documents(
     assembler = DocumentAssembler(records, jobs)
     by_key = {r.doc_key: r for r in records}
     if config.mode == "two_step" and jobs:
-        ner_specs = [ner_prompt(job.passage, style) for job in jobs]
+        student = uses_student_prompt(llm, TASK_NER)
+        ner_specs = [ner_prompt(job.passage, style, student=student) for job in jobs]
         ner_out = llm.generate([s.prompt for s in ner_specs], ner_specs[0].params)
         for job, spec, comp in zip(jobs, ner_specs, ner_out, strict=True):
             record = by_key[job.doc_key]
@@ -250,7 +251,8 @@ def extract_documents(
                     job.doc_key, parse_entity_list(comp.text, job.passage, spec.output_format)[0]
                 )
     if jobs:
-        specs = [openie_prompt(job.passage, style, config.max_new_tokens) for job in jobs]
+        student = uses_student_prompt(llm, TASK_OPENIE)
+        specs = [openie_prompt(job.passage, style, config.max_new_tokens, student) for job in jobs]
         outputs = llm.generate([s.prompt for s in specs], specs[0].params)
         for job, spec, comp in zip(jobs, specs, outputs, strict=True):
             assembler.add(job, comp, spec.output_format)
@@ -295,7 +297,8 @@ def extract_question_mentions(
 ) -> list[ExtractionRecord]:
     """NER over questions in one batched call; mentions are grounded in the question text."""
     started = time.perf_counter()
-    specs = [ner_prompt(q, llm.prompt_style) for q in questions]
+    student = uses_student_prompt(llm, TASK_NER)
+    specs = [ner_prompt(q, llm.prompt_style, student=student) for q in questions]
     outputs = llm.generate([s.prompt for s in specs], specs[0].params) if specs else []
     records = [
         ner_record(key, q, comp, llm.model_id, spec.output_format)

@@ -21,11 +21,12 @@ class RemoteLLM:
     def __init__(self, handle: Any, timeout_s: float = 300.0) -> None:
         self._handle = handle
         self._timeout_s = timeout_s
-        self._info: tuple[str, PromptStyle] | None = None
+        self._info: tuple[str, PromptStyle, frozenset[str]] | None = None
 
-    def _describe(self) -> tuple[str, PromptStyle]:
+    def _describe(self) -> tuple[str, PromptStyle, frozenset[str]]:
         if self._info is None:
-            self._info = self._handle.describe.remote().result(timeout_s=self._timeout_s)
+            model_id, style, tasks = self._handle.describe.remote().result(timeout_s=self._timeout_s)
+            self._info = (model_id, style, frozenset(tasks))
         return self._info
 
     @property
@@ -35,6 +36,10 @@ class RemoteLLM:
     @property
     def prompt_style(self) -> PromptStyle:
         return self._describe()[1]
+
+    @property
+    def student_tasks(self) -> frozenset[str]:
+        return self._describe()[2]
 
     def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
         try:

@@ -14,7 +14,18 @@ from hoprag.llm.base import ChatMessage, GenerationParams, PromptSpec, PromptSty
 
 PROMPT_VERSION = "openie-v1"
 
-__all__ = ["PROMPT_VERSION", "PromptSpec", "last_block", "ner_prompt", "openie_prompt"]
+__all__ = [
+    "PROMPT_VERSION",
+    "STUDENT_PROMPT_VERSION",
+    "PromptSpec",
+    "last_block",
+    "ner_prompt",
+    "openie_prompt",
+]
+
+# The short prompts a distilled student was trained on (instruction + input, no few-shot block).
+# Part of student.json; changing their text must bump it (and retrain the student).
+STUDENT_PROMPT_VERSION = "student-v1"
 
 # Invented names on purpose: a small model copies unfamiliar names faithfully, but drifts to
 # famous ones ("Paris") when the examples contain real entities.
@@ -46,12 +57,25 @@ _NER_FEW_SHOT = [
 ]
 
 
+_OPENIE_INSTRUCTION = (
+    "Extract the facts of the passage as (subject | relation | object) triples, one per line."
+)
+_NER_INSTRUCTION = "List the named entities the question mentions, separated by ';'."
+
+
 def _triple_line(t: tuple[str, str, str]) -> str:
     return f"({t[0]} | {t[1]} | {t[2]})"
 
 
-def openie_prompt(passage: str, style: PromptStyle, max_new_tokens: int = 192) -> PromptSpec:
-    """Triples (subject | relation | object) for one passage; entities are their subjects/objects."""
+def openie_prompt(
+    passage: str, style: PromptStyle, max_new_tokens: int = 192, student: bool = False
+) -> PromptSpec:
+    """Triples (subject | relation | object) for one passage; entities are their subjects/objects.
+    ``student``: the short prompt of a distilled student (no examples; same output format)."""
+    if student:
+        prompt = f"{_OPENIE_INSTRUCTION}\n\nPassage: {passage}\nTriples:\n"
+        params = GenerationParams(max_new_tokens, 0.0, ("\n\n", "Passage:"), stop_on_repeated_line=True)
+        return PromptSpec(prompt, params, "lines")
     if style == "completion":
         shots = []
         for text, triples in _FEW_SHOT:
@@ -84,8 +108,12 @@ def openie_prompt(passage: str, style: PromptStyle, max_new_tokens: int = 192) -
     return PromptSpec(messages, GenerationParams(max_new_tokens * 2, 0.0, ()), "json")
 
 
-def ner_prompt(text: str, style: PromptStyle, max_new_tokens: int = 48) -> PromptSpec:
-    """Named entities mentioned in a question (or a short passage)."""
+def ner_prompt(text: str, style: PromptStyle, max_new_tokens: int = 48, student: bool = False) -> PromptSpec:
+    """Named entities mentioned in a question (or a short passage). ``student``: the short prompt
+    of a distilled student (no examples; same output format)."""
+    if student:
+        prompt = f"{_NER_INSTRUCTION}\n\nQuestion: {text}\nEntities:"
+        return PromptSpec(prompt, GenerationParams(max_new_tokens, 0.0, ("\n",)), "lines")
     if style == "completion":
         shots = "\n\n".join(f"Question: {q}\nEntities: {'; '.join(ents)}" for q, ents in _NER_FEW_SHOT)
         prompt = (

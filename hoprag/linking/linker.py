@@ -32,7 +32,7 @@ from hoprag.embedding import Embedder, top_k_cosine
 from hoprag.extraction.parsing import parse_entity_list
 from hoprag.extraction.prompts import PROMPT_VERSION, ner_prompt
 from hoprag.linking.config import LinkingConfig
-from hoprag.llm.base import LLM, Completion
+from hoprag.llm.base import LLM, Completion, uses_student_prompt
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
 from hoprag.text import dictionary_mentions, normalize_entity
 
@@ -213,7 +213,8 @@ class QuestionLinker:
     def _ner(self, questions: list[str], ledgers: list[CallLedger]) -> list[list[str]]:
         """Grounded NER mentions, one batched call (the prompt and parser of index-time NER)."""
         assert self._client is not None
-        specs = [ner_prompt(q, self._client.prompt_style) for q in questions]
+        student = uses_student_prompt(self._client.llm, "ner")
+        specs = [ner_prompt(q, self._client.prompt_style, student=student) for q in questions]
         completions = self._client.complete_each(
             [s.prompt for s in specs], specs[0].params, ledgers, "entities"
         )

@@ -45,6 +45,12 @@ MAX_LINE_CHARS = 200
 MAX_LINE_SEPARATORS = 6  # a triple line has 2 "|"; split relations add a few; loops add many
 
 
+def uses_student_prompt(llm: object, task: str) -> bool:
+    """Whether ``llm`` is a distilled student trained on ``task`` (``openie``, ``ner``): it then gets
+    the task's short student prompt (its adapter's ``student.json`` lists the tasks)."""
+    return task in getattr(llm, "student_tasks", ())
+
+
 def is_degenerate_list_output(text: str) -> bool:
     """Whether a line-per-item output has started looping (see ``stop_on_repeated_line``)."""
     lines = text.split("\n")

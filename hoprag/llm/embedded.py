@@ -63,11 +63,23 @@ class EmbeddedLLMConfig(StrictModel):
         description="Longer prompts are cut from the left (the few-shot head stays intact "
         "only if the caller keeps documents short; the indexer truncates documents itself).",
     )
+    adapter: str | None = Field(
+        default=None,
+        description="A LoRA adapter directory of this base model (`hoprag distill` output, or any PEFT "
+        "adapter): merged into the weights at load. When it holds a student.json, the tasks listed "
+        "there use the short student prompts. Part of the model id, so caches key on its content.",
+    )
 
 
 def embedded_model_id(config: EmbeddedLLMConfig) -> str:
-    """``embedded:<model>@<dtype>``; part of every extraction-cache key."""
-    return f"embedded:{config.model_path or EMBEDDED_MODEL_NAME}@{config.dtype}"
+    """``embedded:<model>@<dtype>`` (``+adapter:<content hash>`` with an adapter); part of every
+    extraction-cache key."""
+    base = f"embedded:{config.model_path or EMBEDDED_MODEL_NAME}@{config.dtype}"
+    if config.adapter:
+        from hoprag.llm.adapters import adapter_fingerprint
+
+        return f"{base}+adapter:{adapter_fingerprint(config.adapter)}"
+    return base
 
 
 def _torch_dtype(name: str) -> torch.dtype:
@@ -163,7 +175,14 @@ class EmbeddedLLM:
         if self._tokenizer.pad_token is None:
             self._tokenizer.pad_token = self._tokenizer.eos_token
         self._dtype = _torch_dtype(self.config.dtype)
-        self._model = AutoModelForCausalLM.from_pretrained(str(path), dtype=self._dtype).eval()
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=self._dtype)
+        self.student_tasks: frozenset[str] = frozenset()
+        if self.config.adapter:
+            from hoprag.llm.adapters import merge_adapter, read_student_meta
+
+            model = merge_adapter(model, self.config.adapter)
+            self.student_tasks = frozenset(read_student_meta(self.config.adapter).get("tasks", ()))
+        self._model = model.eval()
         self._name = self.config.model_path or EMBEDDED_MODEL_NAME
         self.load_seconds = time.perf_counter() - started
         logger.info("loaded %s (%s) in %.1fs", self._name, self.config.dtype, self.load_seconds)

@@ -99,5 +99,17 @@ class LazyLLM:
     def prompt_style(self) -> PromptStyle:
         return self.get().prompt_style
 
+    @property
+    def student_tasks(self) -> frozenset[str]:
+        """The tasks of a distilled student adapter, read from its student.json without loading."""
+        if self._llm is not None:
+            return frozenset(getattr(self._llm, "student_tasks", ()))
+        adapter = getattr(self.config.section(), "adapter", None)
+        if not adapter:
+            return frozenset()
+        from hoprag.llm.adapters import read_student_meta
+
+        return frozenset(read_student_meta(adapter).get("tasks", ()))
+
     def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
         return self.get().generate(prompts, params)

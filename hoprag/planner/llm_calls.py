@@ -110,6 +110,10 @@ class CachedLLM:
     def prompt_style(self) -> PromptStyle:
         return self.llm.prompt_style
 
+    @property
+    def student_tasks(self) -> frozenset[str]:
+        return frozenset(getattr(self.llm, "student_tasks", ()))
+
     def _lookup(self, key: str) -> Completion | None:
         with self._lock:
             hit = self._cache.get(key)

@@ -21,7 +21,7 @@ from typing import Literal, TypeVar
 
 from hoprag.extraction.parsing import parse_entity_list
 from hoprag.extraction.prompts import ner_prompt
-from hoprag.llm.base import LLM, Prompt, PromptSpec, PromptStyle
+from hoprag.llm.base import LLM, Prompt, PromptSpec, PromptStyle, uses_student_prompt
 from hoprag.planner import prompts as P
 from hoprag.planner.config import PlannerConfig
 from hoprag.planner.knowledge import KnowledgeGraphView, VertexMatch
@@ -267,7 +267,7 @@ class Planner:
         step.entity_source = "dictionary"
         if not mentions:
             step.entity_source = "llm"
-            spec = ner_prompt(query, self.style)
+            spec = ner_prompt(query, self.style, student=uses_student_prompt(self.client.llm, "ner"))
             completion = self.client.complete([spec.prompt], spec.params, ledger, "entities")[0]
             if completion.ok:
                 mentions, _ = parse_entity_list(completion.text, query, spec.output_format)

@@ -18,8 +18,9 @@ class LLMDeployment:
 
         self._llm = build_llm(config)
 
-    def describe(self) -> tuple[str, PromptStyle]:
-        return self._llm.model_id, self._llm.prompt_style
+    def describe(self) -> tuple[str, PromptStyle, list[str]]:
+        """Model id, prompt style and (for a distilled student) the tasks with student prompts."""
+        return self._llm.model_id, self._llm.prompt_style, sorted(getattr(self._llm, "student_tasks", ()))
 
     def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
         return self._llm.generate(prompts, params)

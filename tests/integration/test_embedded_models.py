@@ -52,6 +52,34 @@ def test_second_load_uses_the_converted_cache(gemma, monkeypatch):
     assert again.model_id == gemma.model_id  # loaded from the cache (a conversion would have failed)
 
 
+def test_a_lora_adapter_loads_merged_changes_the_output_and_the_model_id(gemma, tmp_path):
+    """A real PEFT LoRA adapter of the packaged Gemma (random, non-zero B so it changes the
+    function), loaded by config as a distilled student would be."""
+    import json
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from hoprag.llm.embedded import EmbeddedLLM, EmbeddedLLMConfig, ensure_converted_checkpoint
+
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(str(ensure_converted_checkpoint()), dtype=torch.float32)
+    lora = LoraConfig(r=4, lora_alpha=64, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    adapter = tmp_path / "adapter"
+    get_peft_model(base, lora).save_pretrained(str(adapter))
+    (adapter / "student.json").write_text(json.dumps({"tasks": ["openie"]}))
+    student = EmbeddedLLM(EmbeddedLLMConfig(adapter=str(adapter)))
+    assert student.student_tasks == {"openie"}
+    assert student.model_id.startswith(gemma.model_id + "+adapter:")
+    spec = openie_prompt("Juno Halleck was born in Quifen.", "completion", student=True)
+    before, after = (
+        gemma.generate([spec.prompt], spec.params)[0],
+        student.generate([spec.prompt], spec.params)[0],
+    )
+    assert before.ok and after.ok and before.text != after.text
+
+
 def test_embedded_model_behind_the_openai_protocol(gemma):
     import openai
 

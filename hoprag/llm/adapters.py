@@ -1,0 +1,82 @@
+"""LoRA adapters of a backend's base model: identity (a content hash for cache keys), the student
+metadata ``hoprag distill`` writes beside them, and merging into the loaded weights (``peft``).
+
+An adapter directory holds PEFT's ``adapter_config.json`` and ``adapter_model.safetensors`` and,
+when ``hoprag distill`` made it, ``student.json`` (base model, tasks, prompt versions, teacher,
+data hash, held-out metrics). The tasks it lists are answered with the short student prompts
+(:func:`hoprag.llm.base.uses_student_prompt`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "student.json")
+STUDENT_META = "student.json"
+
+
+class AdapterError(ValueError):
+    """An adapter directory that cannot be used (missing, incomplete, or for another model)."""
+
+
+def _checked(adapter: str | Path) -> Path:
+    path = Path(adapter)
+    if not (path / "adapter_config.json").is_file():
+        raise AdapterError(
+            f"llm.embedded.adapter={adapter}: no adapter_config.json there (expected a PEFT LoRA adapter "
+            "directory, e.g. the 'adapter' folder of a `hoprag distill` run)"
+        )
+    if not (path / "adapter_model.safetensors").is_file():
+        raise AdapterError(f"llm.embedded.adapter={adapter}: adapter_model.safetensors is missing")
+    return path
+
+
+def adapter_fingerprint(adapter: str | Path) -> str:
+    """A 12-hex-digit hash of the adapter's files (weights, config, student metadata)."""
+    path = _checked(adapter)
+    stamp = tuple(
+        (name, (path / name).stat().st_size, (path / name).stat().st_mtime_ns)
+        for name in ADAPTER_FILES
+        if (path / name).is_file()
+    )
+    return _fingerprint(str(path.resolve()), stamp)
+
+
+@functools.lru_cache(maxsize=64)
+def _fingerprint(path: str, stamp: tuple[tuple[str, int, int], ...]) -> str:
+    digest = hashlib.sha256()
+    for name, _, _ in stamp:
+        digest.update(name.encode())
+        with (Path(path) / name).open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()[:12]
+
+
+def read_student_meta(adapter: str | Path) -> dict[str, Any]:
+    """The adapter's ``student.json`` ({} for an adapter made elsewhere)."""
+    meta = _checked(adapter) / STUDENT_META
+    if not meta.is_file():
+        return {}
+    try:
+        data = json.loads(meta.read_text())
+    except json.JSONDecodeError as exc:
+        raise AdapterError(f"{meta} is not valid JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise AdapterError(f"{meta} must hold a JSON object")
+    return data
+
+
+def merge_adapter(model: Any, adapter: str | Path) -> Any:
+    """``model`` with the LoRA adapter merged into its weights (no per-token adapter cost)."""
+    from peft import PeftModel
+
+    path = _checked(adapter)
+    try:
+        return PeftModel.from_pretrained(model, str(path)).merge_and_unload()
+    except (RuntimeError, ValueError, KeyError) as exc:  # shapes or module names of another model
+        raise AdapterError(f"adapter {adapter} does not fit this base model: {exc}") from exc
