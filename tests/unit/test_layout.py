@@ -18,7 +18,7 @@ import pytest
 from hoprag.cli import build_parser, rewrite_argv
 
 ROOT = Path(__file__).resolve().parents[2]
-STAGES = {"indexing", "training", "serving", "evaluation", "cluster"}
+STAGES = {"indexing", "training", "distillation", "serving", "evaluation", "cluster"}
 # Stage modules that may use the command layer: submit checks a command with hoprag's own parser.
 CLI_USERS = {"cluster/submit.py"}
 

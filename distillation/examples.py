@@ -1,0 +1,79 @@
+"""Student training examples: the student's short prompt → what the teacher answered.
+
+The student is trained per *passage* (the unit indexing prompts the LLM with), so teacher outputs
+are collected per passage: :func:`teacher_passages` gives the passages indexing would send. A
+target is written in the output format the parsers read (one ``(subject | relation | object)``
+line per triple, then the stop sequence; NER mentions joined by ``"; "``), so the student learns
+to produce exactly what :func:`hoprag.extraction.parsing.parse_openie_output` and
+:func:`~hoprag.extraction.parsing.parse_entity_list` accept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from hoprag.extraction.prompts import ner_prompt, openie_prompt
+from hoprag.text import content_hash
+from indexing.config import ExtractionConfig
+from indexing.extract import TASK_NER, TASK_OPENIE, ExtractionRecord, split_passages
+
+TASKS = (TASK_OPENIE, TASK_NER)
+
+
+@dataclass(frozen=True)
+class StudentExample:
+    """One training example: ``prompt`` (the student prompt) continued by ``target``."""
+
+    task: str
+    key: str  # the passage's or question's content hash (the teacher cache key's source)
+    prompt: str
+    target: str
+
+
+def teacher_passages(documents: Iterable[str], config: ExtractionConfig) -> list[tuple[str, str]]:
+    """(key, passage) of every passage indexing would prompt with (deduplicated by content)."""
+    seen: dict[str, str] = {}
+    for text in documents:
+        for passage in split_passages(text, config.max_chunk_chars)[: config.max_chunks_per_document]:
+            seen.setdefault(content_hash(TASK_OPENIE, passage), passage)
+    return list(seen.items())
+
+
+def openie_example(
+    key: str, passage: str, record: ExtractionRecord, max_new_tokens: int = 192
+) -> StudentExample | None:
+    """The passage's example from the teacher's record; ``None`` when the teacher failed (a passage
+    the teacher found no fact in is kept: the student must learn to answer nothing there)."""
+    if record.status not in ("ok", "no_triples"):
+        return None
+    lines = "".join(f"({h} | {r} | {t})\n" for h, r, t in record.triples)
+    prompt = openie_prompt(passage, "completion", max_new_tokens, student=True).prompt
+    return StudentExample(TASK_OPENIE, key, prompt, lines + "\n")
+
+
+def ner_example(key: str, question: str, record: ExtractionRecord) -> StudentExample | None:
+    """The question's NER example from the teacher's record (``None`` when the teacher failed)."""
+    if record.status != "ok":
+        return None
+    prompt = ner_prompt(question, "completion", student=True).prompt
+    return StudentExample(TASK_NER, key, prompt, " " + "; ".join(record.entities) + "\n")
+
+
+def split_held_out(
+    examples: Sequence[StudentExample], fraction: float
+) -> tuple[list[StudentExample], list[StudentExample]]:
+    """(train, held-out): an example is held out by a hash of its key, so the split is stable across
+    runs and does not depend on the order or the number of examples."""
+    train, held_out = [], []
+    for example in examples:
+        bucket = int(hashlib.sha256(example.key.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+        (held_out if bucket < fraction else train).append(example)
+    return train, held_out
+
+
+def data_hash(examples: Iterable[StudentExample]) -> str:
+    """A hash of the training data (recorded in student.json; independent of example order)."""
+    rows = sorted((e.task, e.key, e.prompt, e.target) for e in examples)
+    return content_hash(*(part for row in rows for part in row))[:16]
