@@ -56,7 +56,7 @@ def run_training(
     )
     (out / PROGRESS_FILE).unlink(missing_ok=True)  # a bar from this run's steps only
     stop = threading.Event()
-    watcher = threading.Thread(target=_show_progress, args=(out, stop), daemon=True)
+    watcher = threading.Thread(target=show_progress, args=(out, stop), daemon=True)
     watcher.start()
     try:
         result = trainer.fit()
@@ -68,7 +68,9 @@ def run_training(
     return metrics
 
 
-def _show_progress(run_dir: Path, stop: threading.Event, poll_s: float = 2.0) -> None:
+def show_progress(
+    run_dir: Path, stop: threading.Event, label: str = "GLM training", poll_s: float = 2.0
+) -> None:
     """A progress bar of the optimizer steps that rank 0 reports in ``run_dir/progress.json``."""
     from hoprag.logs import progress
 
@@ -78,7 +80,7 @@ def _show_progress(run_dir: Path, stop: threading.Event, poll_s: float = 2.0) ->
         state = read_progress(run_dir)
         if state is not None:
             if bar is None:
-                bar = progress(state["total_steps"], "GLM training", unit="step")
+                bar = progress(state["total_steps"], label, unit="step")
             if state["step"] > bar.n:
                 bar.update(state["step"] - bar.n)
         if stopped:

@@ -70,10 +70,10 @@ def test_the_training_bar_follows_rank_zeros_progress_file(tmp_path: Path, capsy
     import threading
 
     from training.loop import write_progress
-    from training.trainer import _show_progress
+    from training.trainer import show_progress
 
     stop = threading.Event()
-    watcher = threading.Thread(target=_show_progress, args=(tmp_path, stop, 0.01))
+    watcher = threading.Thread(target=show_progress, args=(tmp_path, stop, "GLM training", 0.01))
     watcher.start()
     for step in range(1, 6):
         write_progress(tmp_path, step, 5, loss=1.0 / step)

@@ -1,0 +1,72 @@
+"""The typed config of ``hoprag distill`` (a YAML recipe plus ``--set`` overrides)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from hoprag.config import StrictModel
+from hoprag.llm.factory import LLMBackendConfig
+from hoprag.ray_runtime import RayConfig
+from indexing.config import ExtractionConfig
+from training.config import RunSettings
+
+Task = Literal["openie", "ner"]
+
+
+class StudentBase(StrictModel):
+    """The model the adapter is trained for (the embedded backend's base)."""
+
+    model_path: str | None = Field(
+        default=None, description="A local HF causal-LM directory; default: the packaged Gemma 3 270M."
+    )
+
+
+class LoraSettings(StrictModel):
+    """The LoRA adapter (``peft``)."""
+
+    r: int = Field(default=16, ge=1, description="Rank of the update matrices.")
+    alpha: int = Field(default=32, ge=1, description="Scaling numerator (scale = alpha / r).")
+    dropout: float = Field(default=0.05, ge=0, lt=1)
+    target_modules: list[str] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
+        min_length=1,
+        description="Module names that get adapters (attention projections of Gemma/Llama-style models).",
+    )
+
+
+class DistillOptim(StrictModel):
+    max_steps: int = Field(default=400, ge=1, description="Optimizer steps in all.")
+    batch_size: int = Field(default=4, ge=1, description="Examples per worker per step.")
+    learning_rate: float = Field(default=5e-4, gt=0)
+    weight_decay: float = Field(default=0.0, ge=0)
+    grad_clip: float = Field(default=1.0, gt=0)
+    max_tokens: int = Field(default=512, ge=32, description="Prompt + target tokens kept per example.")
+
+
+class DistillConfig(StrictModel):
+    """Teacher → student distillation: which tasks, which teacher, which data, how to train."""
+
+    tasks: list[Task] = Field(
+        default_factory=lambda: ["openie", "ner"], min_length=1, description="Trained into one adapter."
+    )
+    teacher: LLMBackendConfig = Field(
+        default_factory=LLMBackendConfig,
+        description="Any backend: an OpenAI-compatible endpoint, vLLM, or `reference` for a synthetic corpus.",
+    )
+    extraction: ExtractionConfig = Field(
+        default_factory=ExtractionConfig,
+        description="Passage splitting and teacher generation, as indexing does it (the teacher cache keys on it).",
+    )
+    max_documents: int | None = Field(default=None, ge=1, description="Use the corpus's first N documents.")
+    max_questions: int | None = Field(default=None, ge=1, description="Use the first N questions (ner task).")
+    held_out_fraction: float = Field(
+        default=0.1, ge=0, lt=1, description="Examples held out (by a hash of their input) for the metrics."
+    )
+    base: StudentBase = Field(default_factory=StudentBase)
+    lora: LoraSettings = Field(default_factory=LoraSettings)
+    optim: DistillOptim = Field(default_factory=DistillOptim)
+    run: RunSettings = Field(default_factory=lambda: RunSettings(num_workers=1, checkpoint_every=100))
+    ray: RayConfig = Field(default_factory=RayConfig)
+    seed: int = 0

@@ -1,0 +1,107 @@
+"""``hoprag distill``: teacher outputs (Ray Data, cached) → student examples → a LoRA adapter
+trained by a Ray Train ``TorchTrainer`` → ``RUN_DIR/adapter`` with its ``student.json``.
+
+Fault tolerance as in GLM training: ``FailureConfig(max_failures)`` restarts the workers from the
+latest checkpoint; re-running the same command (same ``--out``) reuses the teacher's cached
+answers and resumes training from its latest checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from distillation.config import DistillConfig
+from distillation.examples import StudentExample, data_hash, split_held_out
+from distillation.loop import distill_loop_per_worker
+
+RUN_NAME = "distill"
+
+
+def run_distillation(corpus: Path, out: Path, config: DistillConfig) -> dict[str, Any]:
+    """Distil ``config.tasks`` from the teacher into ``out/adapter``; returns the run's summary."""
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchConfig, TorchTrainer
+
+    from hoprag.config import dump_config
+    from hoprag.extraction.prompts import PROMPT_VERSION, STUDENT_PROMPT_VERSION
+    from hoprag.ray_runtime import init_ray
+    from indexing.corpus import read_corpus
+    from training.loop import PROGRESS_FILE, worker_env
+    from training.trainer import show_progress
+
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "distill_config.yaml").write_text(dump_config(config))
+    source = read_corpus(corpus)
+    documents = [d.text for d in source.documents][: config.max_documents]
+    questions = [q["question"] for split in sorted(source.questions) for q in source.questions[split]]
+    questions = questions[: config.max_questions]
+    init_ray(config.ray)
+    from distillation.teacher import teacher_examples
+
+    examples, teacher = teacher_examples(documents, questions, config, out)
+    train, held_out = split_held_out(examples, config.held_out_fraction)
+    if not train:
+        raise ValueError(
+            f"no training examples: the teacher answered none of {len(examples)} inputs usefully"
+        )
+    data = out / "data"
+    data.mkdir(exist_ok=True)
+    for name, rows in (("train", train), ("held_out", held_out)):
+        _write_examples(data / f"{name}.jsonl", rows)
+    trainer = TorchTrainer(
+        distill_loop_per_worker,
+        train_loop_config={"config": config.model_dump(mode="json"), "data": str(data), "out": str(out)},
+        torch_config=TorchConfig(backend="nccl" if config.run.use_gpu else "gloo"),
+        scaling_config=ScalingConfig(
+            num_workers=config.run.num_workers,
+            use_gpu=config.run.use_gpu,
+            resources_per_worker={"CPU": config.run.cpus_per_worker},
+        ),
+        run_config=RunConfig(
+            name=RUN_NAME,
+            storage_path=config.run.storage_path or str(out / "ray"),
+            failure_config=FailureConfig(max_failures=config.run.max_failures),
+            checkpoint_config=CheckpointConfig(num_to_keep=config.run.keep_checkpoints),
+            worker_runtime_env={"env_vars": worker_env(config.run.use_gpu)},
+        ),
+    )
+    (out / PROGRESS_FILE).unlink(missing_ok=True)
+    stop = threading.Event()
+    watcher = threading.Thread(target=show_progress, args=(out, stop, "distillation"), daemon=True)
+    watcher.start()
+    try:
+        result = trainer.fit()
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
+    held = json.loads((out / "held_out_metrics.json").read_text())
+    tokens = {task: _prompt_chars([e for e in examples if e.task == task]) for task in config.tasks}
+    student = {
+        "base_model": config.base.model_path or "packaged:gemma-3-270m",
+        "tasks": list(config.tasks),
+        "prompt_versions": {"student": STUDENT_PROMPT_VERSION, "teacher": PROMPT_VERSION},
+        "teacher": teacher.teacher,
+        "data_hash": data_hash(examples),
+        "examples": {"train": len(train), "held_out": len(held_out)},
+        "lora": config.lora.model_dump(mode="json"),
+        "steps": int((result.metrics or {}).get("step", config.optim.max_steps)),
+        "metrics": held,
+        "student_prompt_chars": tokens,
+    }
+    (out / "adapter" / "student.json").write_text(json.dumps(student, indent=1))
+    summary = {"teacher": teacher.to_dict(), "student": student, "adapter": str(out / "adapter")}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def _write_examples(path: Path, rows: list[StudentExample]) -> None:
+    path.write_text("".join(json.dumps(e.__dict__) + "\n" for e in rows))
+
+
+def _prompt_chars(examples: list[StudentExample]) -> float:
+    """Mean student-prompt length in characters (the few-shot prompts are several times longer)."""
+    return round(sum(len(e.prompt) for e in examples) / len(examples), 1) if examples else 0.0

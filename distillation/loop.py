@@ -1,0 +1,183 @@
+"""The per-worker LoRA training loop of ``hoprag distill`` (inside Ray Train ``TorchTrainer``).
+
+Each worker loads the base model, wraps it with a ``peft`` LoRA adapter and trains on its shard of
+the examples: the loss is on the target tokens only (the teacher's answer), never on the prompt.
+With several workers the adapter is data-parallel (``prepare_model``: DDP over gloo on CPU, NCCL
+on GPU). Every ``checkpoint_every`` steps rank 0 saves the adapter, the optimizer and the step
+into a Ray Train checkpoint; after a killed worker (or a re-run of the same command) every worker
+resumes from it. Rank 0 finally scores the held-out examples and exports the adapter.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from distillation.config import DistillConfig
+
+STATE_FILE = "distill_state.json"
+OPTIMIZER_FILE = "optimizer.pt"
+
+
+def read_examples(path: Path) -> list[dict[str, str]]:
+    """The JSONL examples the driver wrote (task, key, prompt, target)."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def encode(tokenizer: Any, examples: list[dict[str, str]], max_tokens: int) -> dict[str, Any]:
+    """Right-padded ids, attention mask and labels: -100 on prompt tokens and padding, so the
+    loss is the teacher's answer alone. An over-long example keeps its prompt's end and target."""
+    import torch
+
+    rows, labels = [], []
+    for ex in examples:
+        prompt = tokenizer(ex["prompt"], add_special_tokens=True)["input_ids"]
+        target = tokenizer(ex["target"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        target = target[: max_tokens // 2]
+        prompt = prompt[-(max_tokens - len(target)) :]
+        rows.append(prompt + target)
+        labels.append([-100] * len(prompt) + target)
+    width = max(len(r) for r in rows)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    lab = torch.full((len(rows), width), -100, dtype=torch.long)
+    for i, (row, row_labels) in enumerate(zip(rows, labels, strict=True)):
+        ids[i, : len(row)] = torch.tensor(row)
+        mask[i, : len(row)] = 1
+        lab[i, : len(row_labels)] = torch.tensor(row_labels)
+    return {"input_ids": ids, "attention_mask": mask, "labels": lab}
+
+
+def load_base(config: DistillConfig) -> tuple[Any, Any]:
+    """The base causal LM (fp32 for training) and its tokenizer."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from hoprag.llm.embedded import ensure_converted_checkpoint
+
+    path = config.base.model_path or str(ensure_converted_checkpoint())
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.padding_side = "right"
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    return model, tokenizer
+
+
+def distill_loop_per_worker(params: dict[str, Any]) -> None:
+    """Entry point of each Ray Train worker (``params``: config dict, data directory, run dir)."""
+    import ray.train
+    import torch
+    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+    from ray.train import Checkpoint
+    from safetensors.torch import load_file
+
+    config = DistillConfig.model_validate(params["config"])
+    ctx = ray.train.get_context()
+    rank, world = ctx.get_world_rank(), ctx.get_world_size()
+    torch.manual_seed(config.seed)
+    if not config.run.use_gpu:
+        torch.set_num_threads(max(1, int(config.run.cpus_per_worker)))
+    base, tokenizer = load_base(config)
+    lora = config.lora
+    peft_model = get_peft_model(
+        base,
+        LoraConfig(
+            r=lora.r,
+            lora_alpha=lora.alpha,
+            lora_dropout=lora.dropout,
+            target_modules=list(lora.target_modules),
+            task_type="CAUSAL_LM",
+        ),
+    )
+    optimizer = torch.optim.AdamW(
+        [p for p in peft_model.parameters() if p.requires_grad],
+        lr=config.optim.learning_rate,
+        weight_decay=config.optim.weight_decay,
+    )
+    state = {"step": 0}
+    resumed_from = 0
+    checkpoint = ray.train.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as d:
+            set_peft_model_state_dict(peft_model, load_file(str(Path(d) / "adapter_model.safetensors")))
+            optimizer.load_state_dict(torch.load(Path(d) / OPTIMIZER_FILE, weights_only=True))
+            state = json.loads((Path(d) / STATE_FILE).read_text())
+    resumed_from = state["step"]
+    if rank == 0:  # one line per (re)start of the worker group: where it resumed
+        with (Path(params["out"]) / "attempts.jsonl").open("a") as fh:
+            fh.write(
+                json.dumps({"resumed_from_step": resumed_from, "checkpoint": checkpoint is not None}) + "\n"
+            )
+    model = ray.train.torch.prepare_model(peft_model) if world > 1 else peft_model
+    data = Path(params["data"])
+    shard = read_examples(data / "train.jsonl")[rank::world]
+    if not shard:
+        raise ValueError("no training examples for this worker: the teacher gave too few usable outputs")
+    run_dir = Path(params["out"])
+    started = time.perf_counter()
+    model.train()
+    while state["step"] < config.optim.max_steps:
+        step = state["step"]
+        batch = _batch(shard, step, config.optim.batch_size, config.seed)
+        loss = model(**encode(tokenizer, batch, config.optim.max_tokens)).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.optim.grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        state["step"] = step + 1
+        if rank == 0:
+            from training.loop import write_progress
+
+            write_progress(run_dir, state["step"], config.optim.max_steps, float(loss.item()))
+        last = state["step"] == config.optim.max_steps
+        if state["step"] % config.run.checkpoint_every == 0 or last:
+            metrics = {"step": state["step"], "loss": float(loss.item())}
+            metrics["seconds_per_step"] = (time.perf_counter() - started) / max(1, state["step"] - step)
+            with tempfile.TemporaryDirectory() as tmp:
+                saved = None
+                if rank == 0:
+                    peft_model.save_pretrained(tmp)
+                    torch.save(optimizer.state_dict(), Path(tmp) / OPTIMIZER_FILE)
+                    (Path(tmp) / STATE_FILE).write_text(json.dumps(state))
+                    saved = Checkpoint.from_directory(tmp)
+                ray.train.report(metrics, checkpoint=saved)
+            started = time.perf_counter()
+    if rank == 0:
+        held_out = read_examples(data / "held_out.jsonl")
+        loss = held_out_loss(peft_model, tokenizer, held_out, config) if held_out else None
+        out = run_dir / "adapter"
+        out.mkdir(parents=True, exist_ok=True)
+        peft_model.save_pretrained(str(out))
+        (run_dir / "held_out_metrics.json").write_text(
+            json.dumps(
+                {"held_out_examples": len(held_out), "held_out_loss": loss, "resumed_from_step": resumed_from}
+            )
+        )
+
+
+def _batch(shard: list[dict[str, str]], step: int, size: int, seed: int) -> list[dict[str, str]]:
+    """Step ``step``'s examples: epochs of a seeded permutation of the shard (resumable by step)."""
+    import numpy as np
+
+    per_epoch = max(1, math.ceil(len(shard) / size))
+    epoch, position = divmod(step, per_epoch)
+    order = np.random.default_rng(seed + epoch).permutation(len(shard))
+    picked = order[position * size : (position + 1) * size]
+    return [shard[i] for i in picked]
+
+
+def held_out_loss(model: Any, tokenizer: Any, examples: list[dict[str, str]], config: DistillConfig) -> float:
+    """Mean per-example loss on the teacher's answers of the held-out examples."""
+    import torch
+
+    model.eval()
+    losses = []
+    with torch.no_grad():
+        for start in range(0, len(examples), config.optim.batch_size):
+            batch = examples[start : start + config.optim.batch_size]
+            losses.append(float(model(**encode(tokenizer, batch, config.optim.max_tokens)).loss) * len(batch))
+    return round(sum(losses) / len(examples), 4)

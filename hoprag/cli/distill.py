@@ -1,0 +1,48 @@
+"""``hoprag distill``: teacher LLM → LoRA student of the embedded model; exports RUN_DIR/adapter."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from hoprag.cli.common import UserError, add_config_args
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    d = sub.add_parser(
+        "distill",
+        help="distil the pipeline's LLM tasks from a teacher into a LoRA student (Ray Data + Ray Train); "
+        "exports RUN_DIR/adapter (use it with --set llm.embedded.adapter=RUN_DIR/adapter)",
+    )
+    d.add_argument(
+        "--corpus", type=Path, required=True, help="corpus (a sample of yours, or a generated one)"
+    )
+    d.add_argument(
+        "--out", type=Path, required=True, help="run directory (re-running the same command resumes)"
+    )
+    d.add_argument("--max-steps", type=int, default=None, help="stop after N optimizer steps")
+    add_config_args(d)
+    d.set_defaults(handler=run_distill, run_dir_arg="out")
+
+
+def run_distill(args: argparse.Namespace) -> int:
+    from distillation.config import DistillConfig
+    from distillation.job import run_distillation
+    from hoprag.config import load_config
+    from indexing.corpus import CorpusError
+
+    overrides = list(args.overrides)
+    if args.max_steps is not None:
+        overrides.append(f"optim.max_steps={args.max_steps}")
+    config = load_config(DistillConfig, args.config, overrides)
+    try:
+        summary = run_distillation(args.corpus, args.out, config)
+    except (CorpusError, ValueError) as exc:
+        raise UserError(str(exc)) from exc
+    print(json.dumps(summary["teacher"]))
+    print(json.dumps(summary["student"]["metrics"]))
+    print(
+        f"adapter exported to {summary['adapter']}; use it with --set llm.embedded.adapter={summary['adapter']}"
+    )
+    return 0

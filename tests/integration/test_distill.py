@@ -1,0 +1,129 @@
+"""``hoprag distill`` for real on CPU: the reference extractor as teacher (Ray Data, cached), a tiny
+Gemma-shaped base model (the packaged tokenizer, random weights), real peft LoRA under Ray Train;
+a worker killed after the first checkpoint is replaced and training resumes from it; the exported
+adapter loads in the embedded backend and changes its output."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from distillation.config import DistillConfig
+from distillation.job import run_distillation
+from hoprag.ray_runtime import RayConfig
+from tests.support.local_ray import SAMPLE
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory) -> Path:
+    """A 2-layer Gemma 3 with the packaged tokenizer (17M parameters, most in the embeddings)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from hoprag.llm.embedded import ensure_converted_checkpoint
+
+    source = ensure_converted_checkpoint()
+    config = AutoConfig.from_pretrained(source)
+    config.update(
+        {
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
+            "head_dim": 32,
+            "layer_types": list(config.layer_types[:2]),
+        }
+    )
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("tiny-gemma")
+    AutoModelForCausalLM.from_config(config).save_pretrained(out)
+    AutoTokenizer.from_pretrained(source).save_pretrained(out)
+    return out
+
+
+def _config(tiny_base: Path, address: str, steps: int) -> DistillConfig:
+    return DistillConfig.model_validate(
+        {
+            "teacher": {"backend": "reference", "reference": {"world": str(SAMPLE / "raw" / "world.json")}},
+            "max_documents": 8,
+            "max_questions": 10,
+            "held_out_fraction": 0.2,
+            "base": {"model_path": str(tiny_base)},
+            "lora": {"r": 4, "alpha": 16},
+            "optim": {"max_steps": steps, "batch_size": 2, "learning_rate": 0.01},
+            "run": {"num_workers": 1, "checkpoint_every": 2, "cpus_per_worker": 1},
+            "ray": RayConfig(address=address).model_dump(),
+        }
+    )
+
+
+def _kill_the_worker_after_first_checkpoint(run_dir: Path, killed: list[int], stop: threading.Event) -> None:
+    """SIGKILL the Ray Train worker once Ray Train has registered a checkpoint (its manager's
+    snapshot lists one: files alone may belong to a report the controller has not taken yet)."""
+    snapshot = run_dir / "ray" / "distill" / "checkpoint_manager_snapshot.json"
+    while not stop.is_set():
+        try:
+            registered = json.loads(snapshot.read_text()).get("checkpoint_results")
+        except (OSError, ValueError):
+            registered = None
+        if registered:
+            for proc in psutil.process_iter(["pid", "cmdline"]):
+                if "RayTrainWorker" in " ".join(proc.info["cmdline"] or []):
+                    proc.send_signal(signal.SIGKILL)
+                    killed.append(proc.info["pid"])
+                    return
+        time.sleep(0.05)
+
+
+def test_distill_survives_a_killed_worker_and_the_adapter_changes_the_embedded_model(
+    tmp_path, tiny_base, ray_cluster
+) -> None:
+    from hoprag.extraction.prompts import openie_prompt
+    from hoprag.llm.embedded import EmbeddedLLM, EmbeddedLLMConfig
+
+    run = tmp_path / "run"
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_the_worker_after_first_checkpoint, args=(run, killed, stop))
+    killer.start()
+    try:
+        summary = run_distillation(SAMPLE, run, _config(tiny_base, ray_cluster, 8))
+    finally:
+        stop.set()
+        killer.join(timeout=5)
+    assert killed, "no worker was killed: the run ended before its first checkpoint"
+    student = json.loads((run / "adapter" / "student.json").read_text())
+    attempts = [json.loads(line) for line in (run / "attempts.jsonl").read_text().splitlines()]
+    assert attempts[0]["resumed_from_step"] == 0 and attempts[1]["resumed_from_step"] >= 2  # resumed
+    assert student["metrics"]["resumed_from_step"] == attempts[-1]["resumed_from_step"]
+    assert student["steps"] == 8 and student["tasks"] == ["openie", "ner"]
+    assert student["teacher"] == "reference:sample/world.json"
+    assert summary["teacher"]["passages"] == 8 and summary["teacher"]["questions"] == 10
+    assert summary["teacher"]["asked_now"] == 18 and summary["teacher"]["failed"] == 0
+    assert sum(student["examples"].values()) == 18
+
+    base = EmbeddedLLM(EmbeddedLLMConfig(model_path=str(tiny_base), dtype="float32"))
+    distilled = EmbeddedLLM(
+        EmbeddedLLMConfig(model_path=str(tiny_base), dtype="float32", adapter=str(run / "adapter"))
+    )
+    assert distilled.student_tasks == {"openie", "ner"} and distilled.model_id != base.model_id
+    spec = openie_prompt("Juno Halleck was born in Quifen.", "completion", student=True)
+    assert (
+        base.generate([spec.prompt], spec.params)[0].text
+        != distilled.generate([spec.prompt], spec.params)[0].text
+    )
+
+    # The same command again: the teacher's answers come from the cache, training from the checkpoint.
+    again = run_distillation(SAMPLE, run, _config(tiny_base, ray_cluster, 10))
+    assert again["teacher"]["asked_now"] == 0 and again["teacher"]["from_cache"] == 18
+    assert again["student"]["metrics"]["resumed_from_step"] == 8 and again["student"]["steps"] == 10
+    assert len((run / "attempts.jsonl").read_text().splitlines()) == len(attempts) + 1
