@@ -22,15 +22,14 @@ RUN_NAME = "distill"
 
 def run_distillation(corpus: Path, out: Path, config: DistillConfig) -> dict[str, Any]:
     """Distil ``config.tasks`` from the teacher into ``out/adapter``; returns the run's summary."""
-    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
-    from ray.train.torch import TorchConfig, TorchTrainer
+    from ray.train.torch import TorchTrainer
 
     from hoprag.config import dump_config
     from hoprag.extraction.prompts import PROMPT_VERSION, STUDENT_PROMPT_VERSION
     from hoprag.ray_runtime import init_ray
     from indexing.corpus import read_corpus
-    from training.loop import PROGRESS_FILE, worker_env
-    from training.trainer import show_progress
+    from training.loop import PROGRESS_FILE
+    from training.trainer import show_progress, trainer_options
 
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -55,19 +54,7 @@ def run_distillation(corpus: Path, out: Path, config: DistillConfig) -> dict[str
     trainer = TorchTrainer(
         distill_loop_per_worker,
         train_loop_config={"config": config.model_dump(mode="json"), "data": str(data), "out": str(out)},
-        torch_config=TorchConfig(backend="nccl" if config.run.use_gpu else "gloo"),
-        scaling_config=ScalingConfig(
-            num_workers=config.run.num_workers,
-            use_gpu=config.run.use_gpu,
-            resources_per_worker={"CPU": config.run.cpus_per_worker},
-        ),
-        run_config=RunConfig(
-            name=RUN_NAME,
-            storage_path=config.run.storage_path or str(out / "ray"),
-            failure_config=FailureConfig(max_failures=config.run.max_failures),
-            checkpoint_config=CheckpointConfig(num_to_keep=config.run.keep_checkpoints),
-            worker_runtime_env={"env_vars": worker_env(config.run.use_gpu)},
-        ),
+        **trainer_options(config.run, RUN_NAME, out),
     )
     (out / PROGRESS_FILE).unlink(missing_ok=True)
     stop = threading.Event()

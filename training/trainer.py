@@ -14,7 +14,7 @@ from typing import Any
 
 from hoprag.config import dump_config
 from hoprag.ray_runtime import RayConfig, init_ray
-from training.config import TrainConfig
+from training.config import RunSettings, TrainConfig
 from training.loop import PROGRESS_FILE, read_progress, train_loop_per_worker, worker_env
 
 RUN_NAME = "glm"
@@ -24,15 +24,12 @@ def run_training(
     index_dir: Path, out: Path, config: TrainConfig, ray_config: RayConfig | None = None
 ) -> dict[str, Any]:
     """Train, checkpoint and export ``out/retriever``; returns the final metrics."""
-    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
-    from ray.train.torch import TorchConfig, TorchTrainer
+    from ray.train.torch import TorchTrainer
 
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     (out / "train_config.yaml").write_text(dump_config(config))
     init_ray(ray_config)
-    storage = config.run.storage_path or str(out / "ray")
-    env = worker_env(config.run.use_gpu)
     trainer = TorchTrainer(
         train_loop_per_worker,
         train_loop_config={
@@ -40,19 +37,7 @@ def run_training(
             "index": str(Path(index_dir).resolve()),
             "out": str(out),
         },
-        torch_config=TorchConfig(backend="nccl" if config.run.use_gpu else "gloo"),
-        scaling_config=ScalingConfig(
-            num_workers=config.run.num_workers,
-            use_gpu=config.run.use_gpu,
-            resources_per_worker={"CPU": config.run.cpus_per_worker},
-        ),
-        run_config=RunConfig(
-            name=RUN_NAME,
-            storage_path=storage,
-            failure_config=FailureConfig(max_failures=config.run.max_failures),
-            checkpoint_config=CheckpointConfig(num_to_keep=config.run.keep_checkpoints),
-            worker_runtime_env={"env_vars": env},
-        ),
+        **trainer_options(config.run, RUN_NAME, out),
     )
     (out / PROGRESS_FILE).unlink(missing_ok=True)  # a bar from this run's steps only
     stop = threading.Event()
@@ -66,6 +51,29 @@ def run_training(
     metrics = dict(result.metrics or {})
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
     return metrics
+
+
+def trainer_options(run: RunSettings, name: str, out: Path) -> dict[str, Any]:
+    """The ``TorchTrainer`` keywords a run's settings give (backend, workers, storage, failures,
+    checkpoints, worker environment): shared by GLM training and distillation."""
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchConfig
+
+    return {
+        "torch_config": TorchConfig(backend="nccl" if run.use_gpu else "gloo"),
+        "scaling_config": ScalingConfig(
+            num_workers=run.num_workers,
+            use_gpu=run.use_gpu,
+            resources_per_worker={"CPU": run.cpus_per_worker},
+        ),
+        "run_config": RunConfig(
+            name=name,
+            storage_path=run.storage_path or str(out / "ray"),
+            failure_config=FailureConfig(max_failures=run.max_failures),
+            checkpoint_config=CheckpointConfig(num_to_keep=run.keep_checkpoints),
+            worker_runtime_env={"env_vars": worker_env(run.use_gpu)},
+        ),
+    }
 
 
 def show_progress(
