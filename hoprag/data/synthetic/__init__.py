@@ -54,13 +54,14 @@ from .benchmark import (
     generate,
     write_benchmark,
 )
-from .config import DOMAINS, QUESTION_TYPES, SyntheticConfig, minimum_documents
+from .config import DOMAINS, QUESTION_TYPES, PhrasingConfig, SyntheticConfig, minimum_documents
 
 __all__ = [
     "DOMAINS",
     "QUESTION_TYPES",
     "SAMPLE_CONFIG",
     "SAMPLE_DIR",
+    "PhrasingConfig",
     "SyntheticBenchmark",
     "SyntheticConfig",
     "WorldEntity",

@@ -22,7 +22,6 @@ from typing import Any
 from .config import SyntheticConfig
 from .phrasing import (
     APPOSITION,
-    CLAUSE,
     FILLERS,
     FRONTED,
     INTROS,
@@ -87,10 +86,8 @@ class _Renderer:
             if outgoing or p.kind in STANDALONE_KINDS
         ]
         held = [o for o in options if o[0] in self.held_out]
-        if test_side:
-            options = held or options
-        else:
-            options = [o for o in options if o[0] not in self.held_out]
+        kept = [o for o in options if o[0] not in self.held_out]
+        options = (held or options) if test_side else kept
         return options[self.rng.randrange(len(options))]
 
     def _facts(self, eid: int) -> list[_Fact]:
@@ -239,10 +236,8 @@ class _Renderer:
         for s in plan:
             before = s.facts[0].objs if s.frame == FRONTED else []
             clash = own in mentioned or any(w.pronoun[o] == own for o in before)
-            pronoun = None
-            if sentences and self._pronoun_allowed(s) and not clash:
-                if rng.random() < self.phrasing.pronoun_probability:
-                    pronoun = own
+            allowed = bool(sentences) and self._pronoun_allowed(s) and not clash
+            pronoun = own if allowed and rng.random() < self.phrasing.pronoun_probability else None
             text = self._render(eid, s, pronoun)
             sentences.append(text)
             stated.extend(self._stated(eid, s, text, pronoun, domain))
