@@ -54,7 +54,7 @@ OUT_B = [
 
 def _fake_embed(vectors: dict[str, list[float]]) -> Any:
     """Known strings get the given vectors; every other string its own axis (cosine 0 with the rest)."""
-    dim = 64
+    dim = 1024
     axes: dict[str, int] = {}
 
     def embed(texts: list[str]) -> np.ndarray:
@@ -96,10 +96,11 @@ def test_relation_agreement_by_cosine() -> None:
             "educated at": [0.9, np.sqrt(1 - 0.81)],  # cosine 0.9 with "alumna"
             "born in": [0.0, 1.0, 0.0],
             "birth year": [0.0, 0.3, np.sqrt(1 - 0.09)],  # cosine 0.3 with "born in"
-            "lives near": [0.5, np.sqrt(0.75)],  # cosine 0.5 with "alumna", exactly the threshold
+            "lives near": [0.5, 0.0, 0.0, np.sqrt(0.75)],  # cosine 0.5 with "alumna", 0.45 with "educated at"
         }
     )
-    agreement = RelationAgreement(embed, threshold=0.5)
+    wordings = {"educated_at": ["educated at"], "birth_year": ["birth year"], "kind": ["is a"]}
+    agreement = RelationAgreement(embed, threshold=0.5, wordings=wordings)
     assert agreement.agrees("alumna", "educated_at")
     assert not agreement.agrees("born in", "birth_year")
     assert agreement.agrees("Born  In", "born_in")  # equal after normalization
@@ -108,7 +109,18 @@ def test_relation_agreement_by_cosine() -> None:
     # "alumna" now agrees with educated_at: 3 of 5 relation triples, 3 of 4 relation facts.
     assert s["relations"]["relation"] == {"precision": 0.6, "recall": 0.75, "f1": 0.6667}
     assert s["relations"]["pair"] == {"precision": 0.6, "recall": 0.75, "f1": 0.6667}
-    assert RelationAgreement(embed, threshold=0.5).cosine("alumna", "lives near") == pytest.approx(0.5)
+    assert agreement.cosine("alumna", "lives near") == pytest.approx(0.5)
+    assert agreement.agrees("lives near", "educated_at") is False  # cosine 0.45 with "educated at"
+    assert RelationAgreement(embed, threshold=0.44, wordings=wordings).agrees("lives near", "educated_at")
+
+
+def test_the_generator_wordings_agree_without_embeddings() -> None:
+    agreement = RelationAgreement(None)  # the generator's wordings, equality only
+    assert agreement.agrees("is the birthplace of", "born_in")
+    assert agreement.agrees("Hails from", "born_in")
+    assert agreement.agrees("was released in", "release_year")
+    assert not agreement.agrees("is the birthplace of", "educated_at")
+    assert not agreement.agrees("born in", "birth_year")
 
 
 def test_normalization_drops_case_punctuation_and_a_leading_article() -> None:

@@ -556,3 +556,66 @@ FILLERS: dict[str, tuple[str, ...]] = {
 }
 """Distractor (filler) sentences, as verb phrases said of the document's entity: generic, fitting its
 type, and stating no fact of the world (no names, years, numbers or kinds)."""
+
+
+# -- relation wordings (for scoring extractions) -----------------------------------------------------
+
+_STOP_WORDS = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "in",
+        "of",
+        "to",
+        "by",
+        "at",
+        "on",
+        "with",
+        "for",
+        "and",
+        "is",
+        "are",
+        "was",
+        "its",
+        "as",
+        "from",
+        "which",
+        "whose",
+        "who",
+    ]
+)
+
+
+def relation_wordings() -> dict[str, list[str]]:
+    """How the documents word each relation and attribute, slots removed and normalized: the relation's
+    name as words ("born in"), then each template's wording ("is the birthplace of", "a native of"),
+    leaving out wordings of nothing but stop words ("with in the"). Attributes: the year attributes'
+    names and verb ("birth year", "was born in"), "is a"/"works as" for ``kind``, "mass"/"has a mass of"/
+    "weighs" for ``mass_kda``. ``hoprag bench extract`` compares extracted relations with these.
+    """
+    import re
+
+    from hoprag.text import normalize_entity
+
+    from .schema import _TYPES
+
+    def words(text: str) -> str:
+        return normalize_entity(re.sub(r"\{[so]\}", " ", text.replace("{lead}", "lead role")))
+
+    out: dict[str, list[str]] = {}
+    for rel, phrases in PHRASES.items():
+        found = [rel.replace("_", " ")]
+        for p in phrases:
+            w = words(p.text)
+            if w not in found and any(x not in _STOP_WORDS for x in w.split()):
+                found.append(w)
+        out[rel] = found
+    for spec in _TYPES.values():
+        out.setdefault(spec.year_attr, [spec.year_attr.replace("_", " ")])
+        verb = f"{spec.year_vp} in"
+        if verb not in out[spec.year_attr]:
+            out[spec.year_attr].append(verb)
+    out["kind"] = ["is a", "works as"]
+    out["mass_kda"] = ["mass", "has a mass of", "weighs"]
+    return out
