@@ -54,6 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="only documents that use a held-out template (the benchmark's test side)",
     )
+    bx.add_argument(
+        "--seen-templates",
+        action="store_true",
+        help="only documents that use no held-out template (what a model trained on the training side saw)",
+    )
     bx.add_argument("--docs", type=int, default=40, help="documents to sample (seeded) after the filters")
     bx.add_argument("--seed", type=int, default=0, help="seed of the document sample")
     bx.add_argument(

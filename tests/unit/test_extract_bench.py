@@ -176,6 +176,9 @@ def test_document_filters(tmp_path: Path) -> None:
     assert load_documents(root).titles == ["A", "B"]  # C states no relation fact
     assert load_documents(root, held_out_domains=True).titles == ["B"]
     assert load_documents(root, held_out_templates=True).titles == ["B"]
+    assert load_documents(root, seen_templates=True).titles == ["A"]
+    with pytest.raises(ValueError, match="exclude each other"):
+        load_documents(root, held_out_templates=True, seen_templates=True)
     assert len(load_documents(root, limit=1).titles) == 1
     assert load_documents(root, limit=1, seed=3).titles == load_documents(root, limit=1, seed=3).titles
     world = json.loads((root / "raw" / "world.json").read_text())
