@@ -33,7 +33,8 @@ Scoring, per document, micro-averaged over documents:
   subject, held-out template).
 
 Throughput is documents per minute of extraction alone (model load reported apart) for every system in the
-same run; prompt tokens per document are as each backend counts them (the embedded model: its tokenizer's
+same run, with this process's CPU seconds per document beside it (on a shared machine wall time depends on
+the neighbours' load, recorded as the 1-minute load average before and after); prompt tokens per document are as each backend counts them (the embedded model: its tokenizer's
 tokens; the reference backend: whitespace words).
 """
 
@@ -403,6 +404,7 @@ class SystemRun:
     model_id: str
     load_seconds: float
     seconds: float
+    cpu_seconds: float  # this process's CPU time (all threads): comparable when the machine is shared
     triples: list[list[tuple[str, str, str]]]
     prompt_tokens: int
     completion_tokens: int
@@ -417,6 +419,7 @@ def run_system(
 
     records = []
     started = time.perf_counter()
+    cpu_started = time.process_time()
     step = extraction.batch_size
     for i in range(0, len(docs.titles), step):
         records += extract_documents(llm, docs.titles[i : i + step], docs.texts[i : i + step], extraction)
@@ -426,6 +429,7 @@ def run_system(
         model_id=llm.model_id,
         load_seconds=load_seconds,
         seconds=seconds,
+        cpu_seconds=time.process_time() - cpu_started,
         triples=[list(r.triples) for r in records],
         prompt_tokens=sum(r.prompt_tokens for r in records),
         completion_tokens=sum(r.completion_tokens for r in records),
@@ -441,6 +445,7 @@ def summarize(run: SystemRun, docs: BenchDocuments, agreement: RelationAgreement
         "load_seconds": round(run.load_seconds, 1),
         "seconds": round(run.seconds, 1),
         "docs_per_min": round(60 * len(docs.titles) / run.seconds, 1) if run.seconds > 0 else None,
+        "cpu_seconds_per_doc": round(run.cpu_seconds / n, 3),
         "prompt_tokens_per_doc": round(run.prompt_tokens / n, 1),
         "completion_tokens_per_doc": round(run.completion_tokens / n, 1),
         "triples_per_doc": round(sum(len(t) for t in run.triples) / n, 2),
@@ -451,7 +456,7 @@ def summarize(run: SystemRun, docs: BenchDocuments, agreement: RelationAgreement
 
 def format_table(result: dict[str, Any]) -> str:
     head = (
-        f"{'system':<12} {'docs/min':>8} {'prompt tok/doc':>14} {'triples/doc':>11} "
+        f"{'system':<12} {'docs/min':>8} {'CPU s/doc':>9} {'prompt tok/doc':>14} {'triples/doc':>11} "
         f"{'pair P':>7} {'pair R':>7} {'pair F1':>7} {'+rel P':>7} {'+rel R':>7} {'+rel F1':>7} {'attr R':>7}"
     )
     lines = [head, "-" * len(head)]
@@ -459,7 +464,8 @@ def format_table(result: dict[str, Any]) -> str:
         pair, rel = s["relations"]["pair"], s["relations"]["relation"]
         dpm = f"{s['docs_per_min']:.1f}" if s["docs_per_min"] is not None else "-"
         lines.append(
-            f"{name:<12} {dpm:>8} {s['prompt_tokens_per_doc']:>14.1f} {s['triples_per_doc']:>11.2f} "
+            f"{name:<12} {dpm:>8} {s['cpu_seconds_per_doc']:>9.2f} {s['prompt_tokens_per_doc']:>14.1f} "
+            f"{s['triples_per_doc']:>11.2f} "
             f"{pair['precision']:>7.3f} {pair['recall']:>7.3f} {pair['f1']:>7.3f} "
             f"{rel['precision']:>7.3f} {rel['recall']:>7.3f} {rel['f1']:>7.3f} {s['attribute_pair_recall']:>7.3f}"
         )
