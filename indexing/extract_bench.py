@@ -414,15 +414,23 @@ class SystemRun:
 def run_system(
     name: str, llm: Any, docs: BenchDocuments, extraction: ExtractionConfig, load_seconds: float = 0.0
 ) -> SystemRun:
-    """Extract every document with ``llm`` as one indexing actor does (batches of ``batch_size``)."""
+    """Extract every document with ``llm`` as one indexing actor does: batches of ``batch_size`` documents
+    of similar length, each one :func:`~indexing.extract.extract_documents` call."""
     from indexing.extract import extract_documents
 
-    records = []
+    # As the indexing pipeline does: documents of similar length share a batch.
+    order = sorted(range(len(docs.titles)), key=lambda i: len(docs.texts[i]))
+    records: list[Any] = [None] * len(order)
     started = time.perf_counter()
     cpu_started = time.process_time()
     step = extraction.batch_size
-    for i in range(0, len(docs.titles), step):
-        records += extract_documents(llm, docs.titles[i : i + step], docs.texts[i : i + step], extraction)
+    for b in range(0, len(order), step):
+        batch = order[b : b + step]
+        done = extract_documents(
+            llm, [docs.titles[i] for i in batch], [docs.texts[i] for i in batch], extraction
+        )
+        for i, record in zip(batch, done, strict=True):
+            records[i] = record
     seconds = time.perf_counter() - started
     return SystemRun(
         name=name,
