@@ -6,7 +6,7 @@ import argparse
 import importlib
 from pathlib import Path
 
-from hoprag.cli.common import add_config_args
+from hoprag.cli.common import UserError, add_config_args
 
 # `hoprag bench NAME` → the function running it (imported only when that benchmark runs).
 BENCHMARKS = {
@@ -15,6 +15,7 @@ BENCHMARKS = {
     "plan": ("evaluation.planner_bench", "run_plan_benchmark"),
     "serve": ("serving.bench", "run_serve_benchmark"),
     "eval": ("evaluation.bench", "run_eval_benchmark"),
+    "extract": ("indexing.extract_bench", "run_extract_benchmark"),
 }
 
 
@@ -35,6 +36,45 @@ def register(sub: argparse._SubParsersAction) -> None:
     bi.add_argument("--json", action="store_true")
     bi.add_argument("--workdir", type=Path, default=Path("runs/bench-index"))
     add_config_args(bi)
+    bx = bsub.add_parser(
+        "extract",
+        help="OpenIE precision/recall/F1 against a generated benchmark's facts.json, several LLMs in one run",
+        description="Extract triples from a generated benchmark's documents with each system (default: the "
+        "embedded Gemma 3 270M with the current few-shot prompt, and the reference oracle) through "
+        "indexing's extraction code, and score them against raw/facts.json: entity-pair and "
+        "relation-agreeing precision/recall/F1, docs/min and prompt tokens per document "
+        "(indexing/extract_bench.py has the scoring rules).",
+    )
+    bx.add_argument("--benchmark", type=Path, required=True, help="a `hoprag generate` output directory")
+    bx.add_argument(
+        "--held-out-domains", action="store_true", help="only documents of the benchmark's held-out domains"
+    )
+    bx.add_argument(
+        "--held-out-templates",
+        action="store_true",
+        help="only documents that use a held-out template (the benchmark's test side)",
+    )
+    bx.add_argument(
+        "--seen-templates",
+        action="store_true",
+        help="only documents that use no held-out template (what a model trained on the training side saw)",
+    )
+    bx.add_argument("--docs", type=int, default=40, help="documents to sample (seeded) after the filters")
+    bx.add_argument("--seed", type=int, default=0, help="seed of the document sample")
+    bx.add_argument(
+        "--systems", nargs="+", default=None, metavar="NAME", help="systems to run (default: all configured)"
+    )
+    bx.add_argument(
+        "--llm-config",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="add system NAME from a YAML LLM backend config (or a file with an 'llm' section, e.g. "
+        "indexing/configs/embedded-cpu.yaml); repeatable",
+    )
+    bx.add_argument("--json", action="store_true", help="one line of JSON")
+    bx.add_argument("--workdir", type=Path, default=Path("runs/bench-extract"), help="results and logs")
+    add_config_args(bx)
     be = bsub.add_parser("eval", help="retrieval-evaluation questions/s: Ray Data actor pool vs one process")
     add_eval_bench_arguments(be)
     bs = bsub.add_parser(
@@ -60,4 +100,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_bench(args: argparse.Namespace) -> int:
     module, function = BENCHMARKS[args.bench]
-    return getattr(importlib.import_module(module), function)(args)
+    stage = importlib.import_module(module)
+    try:
+        return int(getattr(stage, function)(args))
+    except ValueError as exc:
+        # A stage's own input errors (e.g. bench extract's BenchInputError) are the user's to fix.
+        if type(exc).__name__ == "BenchInputError":
+            raise UserError(f"bench {args.bench}: {exc}") from exc
+        raise

@@ -27,7 +27,39 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="fraction of questions whose topic entity is respelled (case, punctuation, abbreviation, "
         "'the'); recorded per question as 'spelling' (default: 0.2)",
     )
+    ph = g.add_argument_group(
+        "phrasing", "how documents word their facts (defaults: SyntheticConfig.phrasing; docs/synthetic.md)"
+    )
+    ph.add_argument(
+        "--held-out-templates",
+        nargs="+",
+        default=None,
+        metavar="ID",
+        help="template ids (RELATION/K, e.g. born_in/2; world.json lists them) used only in test-side "
+        "documents (supporting documents of test questions only)",
+    )
+    ph.add_argument(
+        "--held-out-template-fraction",
+        type=float,
+        default=None,
+        metavar="F",
+        help="also hold out this fraction of each relation's templates (the same ones for every seed)",
+    )
+    ph.add_argument("--pronoun-probability", type=float, default=None, metavar="P")
+    ph.add_argument("--two-fact-probability", type=float, default=None, metavar="P")
+    ph.add_argument("--filler-sentence-probability", type=float, default=None, metavar="P")
+    ph.add_argument("--max-filler-sentences", type=int, default=None, metavar="N")
     g.set_defaults(handler=run_generate)
+
+
+_PHRASING_FLAGS = (
+    "held_out_templates",
+    "held_out_template_fraction",
+    "pronoun_probability",
+    "two_fact_probability",
+    "filler_sentence_probability",
+    "max_filler_sentences",
+)
 
 
 def run_generate(args: argparse.Namespace) -> int:
@@ -35,9 +67,12 @@ def run_generate(args: argparse.Namespace) -> int:
 
     from hoprag.data.synthetic import DOMAINS, SyntheticConfig, write_benchmark
 
-    optional = {}
+    optional: dict[str, object] = {}
     if args.variant_spelling_fraction is not None:
         optional["variant_spelling_fraction"] = args.variant_spelling_fraction
+    phrasing = {k: getattr(args, k) for k in _PHRASING_FLAGS if getattr(args, k) is not None}
+    if phrasing:
+        optional["phrasing"] = phrasing
     try:
         config = SyntheticConfig(
             seed=args.seed,
@@ -55,4 +90,9 @@ def run_generate(args: argparse.Namespace) -> int:
         f"wrote {len(bench.corpus)} documents, {len(bench.train)} train and {len(bench.test)} test questions "
         f"to {args.out / 'raw'}"
     )
+    if bench.held_out_templates:
+        print(
+            f"{len(bench.held_out_templates)} held-out templates, used only in the "
+            f"{len(bench.test_side_documents)} test-side documents (world.json 'phrasing')"
+        )
     return 0

@@ -5,10 +5,13 @@ implements the :class:`~hoprag.llm.base.LLM` protocol for the indexing prompts a
 from those facts, as a perfect extractor would:
 
 * OpenIE (``Passage: ...`` / ``Triples:``): every world fact whose subject and object are both
-  named in one sentence of the passage, plus an entity's year attribute and kind when a sentence
-  naming it states them, as ``(subject | relation | object)`` lines. (A sentence naming two
-  entities that hold several relations yields all of them, e.g. a city "located in" a country
-  also gives that country's "capital" fact: true facts, slightly more than the sentence says.)
+  mentioned in one sentence of the passage, plus an entity's year attribute and kind when a sentence
+  mentioning it states them, as ``(subject | relation | object)`` lines. A mention is a name, or a
+  pronoun (he/she/it/they) that resolves: exactly one entity named before it in the passage takes
+  that pronoun (the world's ``pronoun`` attributes; the generator only writes pronouns that resolve
+  so). (A sentence naming two entities that hold several relations yields all of them, e.g. a city
+  "located in" a country also gives that country's "capital" fact: true facts, slightly more than the
+  sentence says.)
 * NER (``Question: ...`` / ``Entities:``): the world entity names that occur in the question, then
   the mentions that name a world entity in another spelling (``hoprag generate`` respells the topic
   entity of a fraction of its questions: "brado tranford", "B. Tranford", "the Brado Systems"), as
@@ -51,6 +54,7 @@ class ReferenceLLMConfig(StrictModel):
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_PRONOUN = re.compile(r"(?<!\w)(he|she|it|they)(?!\w)", re.IGNORECASE)
 
 
 def reference_model_id(config: ReferenceLLMConfig) -> str:
@@ -113,6 +117,10 @@ class ReferenceExtractorLLM:
         for s, r, o in world["facts"]:
             self._facts_by_subject.setdefault(s, []).append((s, r.replace("_", " "), o))
         self._attributes: dict[str, list[tuple[str, str]]] = {}
+        # Worlds written before documents used pronouns have none: no pronoun resolves then.
+        self._pronouns: dict[str, str] = {
+            e["name"]: e["attributes"]["pronoun"] for e in world["entities"] if "pronoun" in e["attributes"]
+        }
         for e in world["entities"]:
             pairs = []
             for key, value in e["attributes"].items():
@@ -130,11 +138,32 @@ class ReferenceExtractorLLM:
     def prompt_style(self) -> PromptStyle:
         return "completion"
 
+    def _resolved_pronouns(self, passage: str) -> list[tuple[str, int]]:
+        """``(entity, position)`` of each pronoun in ``passage`` that exactly one entity named before it
+        takes."""
+        if not self._pronouns:
+            return []
+        spans = _mention_spans(passage, self._names)
+        out = []
+        for m in _PRONOUN.finditer(passage):
+            word = m.group(1).lower()
+            before = {name for name, (_, end) in spans if end <= m.start()}
+            candidates = [name for name in before if self._pronouns.get(name) == word]
+            if len(candidates) == 1:
+                out.append((candidates[0], m.start()))
+        return out
+
     def triples(self, passage: str) -> list[tuple[str, str, str]]:
-        """The world's facts that ``passage`` states: both ends named in one of its sentences."""
+        """The world's facts that ``passage`` states: both ends mentioned in one of its sentences."""
         out: list[tuple[str, str, str]] = []
+        resolved = self._resolved_pronouns(passage)
+        start = 0
         for sentence in _SENTENCE_END.split(passage):
+            start = passage.index(sentence, start)
+            end = start + len(sentence)
             named = _mentions(sentence, self._names)
+            named += [n for n, pos in resolved if start <= pos < end and n not in named]
+            start = end
             present = set(named)
             for s in named:
                 out.extend(f for f in self._facts_by_subject.get(s, []) if f[2] in present)

@@ -126,3 +126,41 @@ def test_ner_on_a_generated_benchmark_finds_every_respelled_topic(tmp_path: Path
             assert topic not in mentions, q
         assert any(matcher.resolve(m) == {topic} for m in mentions), (q, mentions)
     assert respelled == 12  # round(0.2 × 40) + round(0.2 × 20)
+
+
+def test_pronouns_resolve_to_the_one_entity_named_before_that_takes_them(tmp_path: Path) -> None:
+    world = json.loads(_world(tmp_path).read_text())
+    pronouns = {"Bigramar": "it", "Gerovia": "it", "Ava Stone": "she", "Ava Stoneham": "she"}
+    for e in world["entities"]:
+        e["attributes"]["pronoun"] = pronouns[e["name"]]
+    path = tmp_path / "bench" / "raw" / "world.json"
+    path.write_text(json.dumps(world))
+    llm = ReferenceExtractorLLM(ReferenceLLMConfig(world=path))
+    assert llm.triples("Bigramar is old. It lies in Gerovia.") == [("Bigramar", "city in", "Gerovia")]
+    assert llm.triples("Ava Stone is here. She was born in Bigramar.") == [
+        ("Ava Stone", "born in", "Bigramar")
+    ]
+    # Two entities named before "she" take it: unresolved, no fact.
+    assert llm.triples("Ava Stone met Ava Stoneham. She was born in Bigramar.") == []
+    # No entity named before the pronoun: nothing to resolve.
+    assert llm.triples("It lies in Gerovia. Bigramar is old.") == []
+
+
+def test_openie_on_a_generated_benchmark_states_every_fact_of_facts_json(tmp_path: Path) -> None:
+    """Pronouns, two-fact sentences and modifiers included, the reference finds every relation fact each
+    document states (``facts.json``)."""
+    from hoprag.data.synthetic import SyntheticConfig, write_benchmark
+
+    bench = write_benchmark(
+        SyntheticConfig(seed=4, num_documents=300, num_train_questions=20, num_test_questions=10),
+        tmp_path / "b",
+    )
+    llm = ReferenceExtractorLLM(ReferenceLLMConfig(world=tmp_path / "b" / "raw" / "world.json"))
+    pronoun_facts = 0
+    for title, text in bench.corpus.items():
+        found = {(s, r, o) for s, r, o in llm.triples(text)}
+        for f in bench.document_facts[title]:
+            if f["type"] == "relation":
+                assert (f["head"], f["relation"].replace("_", " "), f["tail"]) in found, (text, f)
+                pronoun_facts += f["pronoun"] is not None
+    assert pronoun_facts > 20

@@ -16,15 +16,30 @@ from hoprag.data.synthetic import (
     QUESTION_TYPES,
     SAMPLE_CONFIG,
     SAMPLE_DIR,
+    PhrasingConfig,
     SyntheticBenchmark,
     SyntheticConfig,
     generate,
     minimum_documents,
     write_benchmark,
 )
+from hoprag.data.synthetic.documents import FRAMES
+from hoprag.data.synthetic.phrasing import (
+    FILLERS,
+    INTROS,
+    MASS_SENTENCES,
+    PHRASE_KINDS,
+    PHRASES,
+    STANDALONE_KINDS,
+    TEMPLATES,
+    VP,
+    held_out_template_ids,
+    plural_verb_ok,
+)
+from hoprag.data.synthetic.schema import _RELATIONS
 from hoprag.data.synthetic.spelling import EXACT, SPELLING_KINDS, NameMatcher, spelling_variants
 
-RAW_FILES = ("dataset_corpus.json", "train.json", "test.json", "world.json")
+RAW_FILES = ("dataset_corpus.json", "train.json", "test.json", "world.json", "facts.json")
 QUESTION_KEYS = {
     "id",
     "question",
@@ -92,11 +107,14 @@ def test_names_and_titles_unique(bench: SyntheticBenchmark) -> None:
 
 
 def test_documents_short_and_state_their_facts(bench: SyntheticBenchmark) -> None:
+    lengths: Counter[int] = Counter()
     for title, text in bench.corpus.items():
         sentences = [s for s in re.split(r"(?<=\.) ", text) if s]
-        assert 2 <= len(sentences) <= 5, (title, text)
-        assert len(text.split()) <= 70, (title, text)
-        assert title in text
+        assert 2 <= len(sentences) <= 8, (title, text)
+        assert len(text.split()) <= 90, (title, text)
+        assert text.startswith(title) or title in sentences[0], (title, text)  # the intro names it
+        lengths[len(sentences)] += 1
+    assert lengths[2] < len(bench.corpus) / 2  # paragraphs, mostly of 3 sentences or more
     for s, _, o in bench.facts:
         assert o in bench.corpus[s], (s, o)
 
@@ -543,3 +561,311 @@ def test_spelling_is_an_eval_report_breakdown() -> None:
     ]
     assert "spelling" in BREAKDOWN_KEYS
     assert _breakdown(records, "spelling", "recall@5") == {"exact": 0.75, "abbreviation": 0.0}
+
+
+# -- phrasing: templates, pronouns, two-fact and filler sentences, held-out templates, facts.json ------
+
+FACT_KEYS = {"head", "relation", "tail", "template", "domain", "type", "frame", "pronoun", "sentence"}
+_PRONOUN_WORD = re.compile(r"(?<!\w)(he|she|it|they)(?!\w)", re.IGNORECASE)
+_PERSON_RELATIONS = ("born_in", "educated_at", "married_to")
+
+
+def _relation_facts(b: SyntheticBenchmark) -> list[tuple[str, dict[str, Any]]]:
+    return [(t, f) for t, fs in b.document_facts.items() for f in fs if f["type"] == "relation"]
+
+
+def test_every_relation_has_several_templates_of_varied_syntax() -> None:
+    assert set(PHRASES) == set(_RELATIONS)
+    for rel, phrases in PHRASES.items():
+        assert len(phrases) >= 3, rel
+        kinds = {p.kind for p in phrases}
+        assert len(kinds) >= 3 and kinds & STANDALONE_KINDS, (rel, kinds)
+        for k, p in enumerate(phrases):
+            assert TEMPLATES[f"{rel}/{k}"] == (rel, p)
+            assert "{o}" in p.text, (rel, p)
+            assert ("{s}" in p.text) == (p.kind == "clause"), (rel, p)  # only clauses place the subject
+    kinds_used = {p.kind for ps in PHRASES.values() for p in ps}
+    assert kinds_used == set(PHRASE_KINDS)
+
+
+def test_templates_leave_pronouns_to_the_entities_and_agree_with_they() -> None:
+    """No template, intro or filler contains he/she/it/they (so every pronoun in a document stands for
+    an entity); verb phrases said of people agree with singular 'they'; fillers name nothing."""
+    texts = [p.text for ps in PHRASES.values() for p in ps]
+    texts += [t for ts in INTROS.values() for t in ts] + list(MASS_SENTENCES)
+    texts += [t for ts in FILLERS.values() for t in ts]
+    for text in texts:
+        assert not _PRONOUN_WORD.search(text), text
+    for rel in _PERSON_RELATIONS:
+        for p in PHRASES[rel]:
+            if p.kind == VP:
+                assert plural_verb_ok(p.text), (rel, p.text)
+    kinds = {k.split(" ", 1)[1].lower() for k in _all_kinds()}
+    for etype, fillers in FILLERS.items():
+        assert len(fillers) >= 6, etype
+        for text in fillers:
+            if etype in ("film_person", "business_person"):
+                assert plural_verb_ok(text), text
+            assert text == text.lower() and not re.search(r"\d", text), text
+            assert not any(k in text for k in kinds), text
+
+
+def _all_kinds() -> list[str]:
+    from hoprag.data.synthetic import names
+
+    return [
+        *(o for o, _ in names._FILM_OCCUPATIONS),
+        *names._BUSINESS_OCCUPATIONS,
+        *(k for k, _ in names._INDUSTRIES),
+        *names._PRODUCT_KINDS,
+        *(k for _, k in names._DRUG_CLASSES),
+        *names._ORGANISM_KINDS,
+    ]
+
+
+def test_a_corpus_uses_every_template_and_frame(bench: SyntheticBenchmark) -> None:
+    facts = _relation_facts(bench)
+    used = Counter(f["template"] for _, f in facts)
+    assert set(used) == set(TEMPLATES), sorted(set(TEMPLATES) - set(used))
+    frames = Counter(f["frame"] for _, f in facts)
+    assert set(frames) == set(FRAMES), frames
+    assert frames["conjunction"] > 20 and frames["relative_clause"] > 20, frames
+    pronouns = Counter(f["pronoun"] for _, f in facts if f["pronoun"])
+    assert set(pronouns) == {"he", "she", "it", "they"}, pronouns
+    # Two facts in one sentence: conjunctions, relative clauses and modifiers hosted by another fact.
+    per_sentence = Counter((t, f["sentence"]) for t, f in facts)
+    assert sum(n == 2 for n in per_sentence.values()) > 200
+    # Filler sentences: sentences of a document that state nothing.
+    fillers = 0
+    for title, text in bench.corpus.items():
+        stating = {f["sentence"] for f in bench.document_facts[title]}
+        fillers += sum(s not in stating for s in re.split(r"(?<=\.) ", text))
+    assert fillers > 0.3 * len(bench.corpus)
+
+
+def _check_facts_json(b: SyntheticBenchmark) -> None:
+    """Every stated fact is a world fact or attribute, stated in its sentence of that document, and every
+    world fact is stated where the generator promises (its subject's document; for encodes also the
+    object's)."""
+    world = set(b.facts)
+    entity = {e.name: e for e in b.entities}
+    assert list(b.document_facts) == list(b.corpus)
+    stated: set[tuple[str, str, str, str]] = set()
+    for title, facts in b.document_facts.items():
+        text = b.corpus[title]
+        own = entity[title]
+        for f in facts:
+            assert set(f) == FACT_KEYS
+            assert f["sentence"] in text, (title, f)
+            assert f["domain"] == own.domain
+            sentence = f["sentence"]
+            if f["pronoun"]:
+                assert f["pronoun"] == own.attributes["pronoun"]
+                assert f["pronoun"] in {m.lower() for m in _PRONOUN_WORD.findall(sentence)}, (title, f)
+            else:
+                assert title in sentence, (title, f)
+            if f["type"] == "attribute":
+                assert f["head"] == title
+                value = str(own.attributes["kind" if f["relation"] == "kind" else f["relation"]])
+                assert value in f["tail"] and f["tail"] in sentence, (title, f)
+                continue
+            triple = (f["head"], f["relation"], f["tail"])
+            assert triple in world, (title, f)
+            assert TEMPLATES[f["template"]][0] == f["relation"]
+            assert f["frame"] in FRAMES
+            assert title in (f["head"], f["tail"]), (title, f)
+            other = f["tail"] if f["head"] == title else f["head"]
+            assert other in sentence, (title, f)
+            stated.add((title, *triple))
+    for s, r, o in world:
+        assert (s, s, r, o) in stated, (s, r, o)
+        if _RELATIONS[r].both_docs:
+            assert (o, s, r, o) in stated, (s, r, o)
+
+
+def test_facts_json_is_stated_and_consistent(any_bench: SyntheticBenchmark) -> None:
+    _check_facts_json(any_bench)
+
+
+def test_facts_json_written_and_indexing_ignores_it(tmp_path: Path) -> None:
+    from indexing.corpus import read_corpus
+
+    cfg = SyntheticConfig(seed=9, num_documents=300, num_train_questions=30, num_test_questions=10)
+    b = write_benchmark(cfg, tmp_path)
+    facts = json.loads((tmp_path / "raw" / "facts.json").read_text(encoding="utf-8"))
+    assert facts == b.document_facts
+    world = json.loads((tmp_path / "raw" / "world.json").read_text(encoding="utf-8"))
+    assert set(world["phrasing"]["templates"]) == set(TEMPLATES)
+    assert world["phrasing"]["held_out_templates"] == []
+    corpus = read_corpus(tmp_path)
+    assert {d.title: d.text for d in corpus.documents} == b.corpus
+    assert not corpus.problems
+
+
+def test_supporting_facts_are_stated_in_supporting_documents(bench: SyntheticBenchmark) -> None:
+    for q in _questions(bench):
+        stated = {
+            (f["head"], f["relation"], f["tail"])
+            for d in q["supporting_facts"]
+            for f in bench.document_facts[d]
+        }
+        for s, r, o in bench.reasoning[q["id"]]:
+            if r in _RELATIONS:
+                assert (s, r, o) in stated, (q, (s, r, o))
+            else:  # a year attribute
+                assert (s, r, o) in stated, (q, (s, r, o))
+
+
+def test_pronouns_are_unambiguous() -> None:
+    """Independently of the generator's bookkeeping: before each pronoun, the document mentions no
+    entity but its own that takes the same pronoun."""
+    b = generate(SyntheticConfig(seed=6, num_documents=600, num_train_questions=40, num_test_questions=20))
+    pronoun = {e.name: e.attributes["pronoun"] for e in b.entities}
+    assert {"he", "she", "they"} <= set(pronoun.values())
+    checked = 0
+    for title, text in b.corpus.items():
+        candidates = [n for n in pronoun if n in text and n != title]
+        for sentence in dict.fromkeys(f["sentence"] for f in b.document_facts[title] if f["pronoun"]):
+            m = _PRONOUN_WORD.search(sentence)
+            assert m and m.group(1).lower() == pronoun[title], (title, sentence)
+            before = text[: text.index(sentence) + m.start()]
+            assert title in before, (title, text)
+            rivals = [n for n in candidates if n in before and pronoun[n] == pronoun[title]]
+            assert not rivals, (title, sentence, rivals)
+            checked += 1
+    assert checked > 50
+
+
+def test_zero_probabilities_give_plain_documents_and_never_change_questions(
+    bench: SyntheticBenchmark,
+) -> None:
+    plain = generate(
+        SyntheticConfig(
+            **MAIN_CONFIG,
+            phrasing=PhrasingConfig(
+                pronoun_probability=0, two_fact_probability=0, filler_sentence_probability=0
+            ),
+        )
+    )
+    assert (plain.train, plain.test, plain.reasoning) == (bench.train, bench.test, bench.reasoning)
+    assert plain.entities == bench.entities and plain.facts == bench.facts
+    assert plain.corpus != bench.corpus
+    facts = _relation_facts(plain)
+    assert not any(f["pronoun"] for _, f in facts)
+    assert {f["frame"] for _, f in facts} <= {"single", "apposition", "fronted"}
+    for title, text in plain.corpus.items():
+        stating = {f["sentence"] for f in plain.document_facts[title]}
+        assert all(s in stating for s in re.split(r"(?<=\.) ", text)), (title, text)  # no filler
+
+
+def test_held_out_templates_only_on_the_test_side() -> None:
+    cfg = SyntheticConfig(
+        seed=2,
+        num_documents=1500,
+        num_train_questions=150,
+        num_test_questions=90,
+        held_out_domains=["biomedical"],
+        phrasing=PhrasingConfig(held_out_templates=["born_in/5"], held_out_template_fraction=0.2),
+    )
+    b = generate(cfg)
+    held = set(b.held_out_templates)
+    assert "born_in/5" in held
+    assert held == set(held_out_template_ids(["born_in/5"], 0.2))
+    per_relation = Counter(TEMPLATES[t][0] for t in held)
+    assert set(per_relation) == set(PHRASES)  # the fraction holds out at least one of each relation
+    train_support = {d for q in b.train for d in q["supporting_facts"]}
+    test_support = {d for q in b.test for d in q["supporting_facts"]}
+    test_side = set(b.test_side_documents)
+    assert test_side == test_support - train_support
+    assert len(test_side) > 40
+    used_test_side: set[str] = set()
+    for title, f in _relation_facts(b):
+        if title in test_side:
+            used_test_side.add(f["template"])
+            # The test side uses a held-out template whenever its relation has one it can use here.
+            assert f["template"] in held or f["relation"] not in per_relation or f["head"] != title, f
+        else:
+            assert f["template"] not in held, (title, f)
+    assert len(used_test_side & held) >= 10
+    # Training-side documents: everything else, all the train questions' supporting documents included.
+    assert train_support.isdisjoint(test_side)
+    _check_facts_json(b)
+
+
+def test_held_out_fraction_is_the_same_for_every_seed() -> None:
+    a = held_out_template_ids([], 0.3)
+    assert a == held_out_template_ids([], 0.3)
+    b1 = generate(
+        SyntheticConfig(seed=1, num_documents=300, phrasing=PhrasingConfig(held_out_template_fraction=0.3))
+    )
+    b2 = generate(
+        SyntheticConfig(seed=2, num_documents=300, phrasing=PhrasingConfig(held_out_template_fraction=0.3))
+    )
+    assert b1.held_out_templates == b2.held_out_templates == a
+    for rel, phrases in PHRASES.items():
+        ids = [t for t in a if TEMPLATES[t][0] == rel]
+        assert ids and len(ids) == min(len(phrases) - 1, max(1, round(0.3 * len(phrases)))), (rel, ids)
+        assert any(f"{rel}/{k}" not in ids and p.kind in STANDALONE_KINDS for k, p in enumerate(phrases))
+    assert held_out_template_ids([], 0.0) == []
+
+
+def test_a_corpus_without_test_questions_never_uses_held_out_templates() -> None:
+    """A training corpus for a student: the held-out templates appear nowhere."""
+    b = generate(
+        SyntheticConfig(
+            seed=5,
+            num_documents=800,
+            num_test_questions=0,
+            phrasing=PhrasingConfig(held_out_template_fraction=0.4),
+        )
+    )
+    assert b.held_out_templates and not b.test_side_documents
+    assert not any(f["template"] in set(b.held_out_templates) for _, f in _relation_facts(b))
+
+
+@pytest.mark.parametrize(
+    "phrasing",
+    [
+        {"pronoun_probability": -0.1},
+        {"pronoun_probability": 1.5},
+        {"two_fact_probability": 2},
+        {"filler_sentence_probability": -1},
+        {"max_filler_sentences": -1},
+        {"max_filler_sentences": 9},
+        {"held_out_templates": ["born_in/99"]},
+        {"held_out_templates": ["nope"]},
+        {"held_out_templates": ["born_in/1", "born_in/1"]},
+        {"held_out_templates": ["married_to/0", "married_to/1", "married_to/2"]},  # no standalone left
+        {"held_out_template_fraction": 1.0},
+        {"held_out_template_fraction": -0.2},
+        {"pronouns": 0.5},
+    ],
+)
+def test_phrasing_config_validation(phrasing: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        SyntheticConfig(phrasing=phrasing)
+
+
+def test_cli_phrasing_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hoprag.cli import main
+
+    args = ["generate", "--out", str(tmp_path), "--num-documents", "300", "--train-questions", "20"]
+    args += ["--test-questions", "20", "--held-out-templates", "born_in/0", "city_in/1"]
+    args += ["--held-out-template-fraction", "0.2", "--pronoun-probability", "0.9"]
+    args += [
+        "--two-fact-probability",
+        "0.5",
+        "--filler-sentence-probability",
+        "0",
+        "--max-filler-sentences",
+        "1",
+    ]
+    assert main(args) == 0
+    assert "held-out templates" in capsys.readouterr().out
+    world = json.loads((tmp_path / "raw" / "world.json").read_text(encoding="utf-8"))
+    phrasing = world["config"]["phrasing"]
+    assert phrasing["held_out_templates"] == ["born_in/0", "city_in/1"]
+    assert phrasing["pronoun_probability"] == 0.9 and phrasing["max_filler_sentences"] == 1
+    assert {"born_in/0", "city_in/1"} <= set(world["phrasing"]["held_out_templates"])
+    assert main([*args[:-2], "--max-filler-sentences", "7"]) == 2
+    assert "max_filler_sentences" in capsys.readouterr().err

@@ -1,13 +1,26 @@
 """Deterministic synthetic multi-hop QA benchmark generator.
 
 The generator builds a small invented world (typed entities and relations in several domains), renders
-one short Wikipedia-like document per entity, and asks 2-4 hop questions over it. The output uses the
+one short Wikipedia-like paragraph per entity, and asks 2-4 hop questions over it. The output uses the
 GFM-RAG raw layout::
 
     OUT/raw/dataset_corpus.json   {title: text}
     OUT/raw/train.json            [question, ...]
     OUT/raw/test.json             [question, ...]
-    OUT/raw/world.json            entities, facts and the gold reasoning triples of every question
+    OUT/raw/world.json            entities, facts, the gold reasoning triples of every question, the
+                                  phrasing templates, held-out template ids and test-side documents
+    OUT/raw/facts.json            {title: [{head, relation, tail, template, domain, type, frame,
+                                  pronoun, sentence}, ...]}: the facts each document states
+
+Phrasing (``phrasing.py``, ``documents.py``, ``PhrasingConfig``): each relation has several templates with
+stable ids (``born_in/2``) of four syntactic kinds (verb phrase, clause, apposition, fronted phrase); a
+document's later sentences may name its entity by pronoun where unambiguous; some sentences state two
+facts (conjoined, as a relative clause, or a modifier hosted by another fact) and some state none
+(fillers). ``held_out_templates`` / ``held_out_template_fraction`` reserve templates for the *test side*:
+the supporting documents of test questions that support no training question, which use them for every
+relation that has one, while every other document never does. ``facts.json`` records each stated fact with
+its template and sentence, relation facts (``type: relation``, world.json's facts) and the intro's
+attributes (``type: attribute``: year, kind, a protein's mass) alike. docs/synthetic.md has examples.
 
 Every question record has ``id, question, answer, answer_aliases, supporting_facts, type, hops, domain,
 supporting_entities, spelling``. ``hops`` is the number of supporting documents (2-4), which is also the
@@ -26,7 +39,8 @@ break results down by it.
 
 Names are invented (syllable-based) so that an LLM extracting triples from the documents cannot lean on
 what it memorised about real entities. Each document states only facts that are true in the world, and
-the fact ``(a, r, b)`` is always stated in ``a``'s document (for ``encodes`` also in ``b``'s).
+the fact ``(a, r, b)`` is always stated in ``a``'s document (for ``encodes`` also in ``b``'s), with ``b``
+named (``a`` by name or pronoun).
 
 Question types:
 
@@ -54,13 +68,14 @@ from .benchmark import (
     generate,
     write_benchmark,
 )
-from .config import DOMAINS, QUESTION_TYPES, SyntheticConfig, minimum_documents
+from .config import DOMAINS, QUESTION_TYPES, PhrasingConfig, SyntheticConfig, minimum_documents
 
 __all__ = [
     "DOMAINS",
     "QUESTION_TYPES",
     "SAMPLE_CONFIG",
     "SAMPLE_DIR",
+    "PhrasingConfig",
     "SyntheticBenchmark",
     "SyntheticConfig",
     "WorldEntity",

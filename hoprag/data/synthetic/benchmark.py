@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from .config import SyntheticConfig
+from .documents import render_documents
+from .phrasing import TEMPLATES, held_out_template_ids
 from .questions import _aliases, _Question, _QuestionMaker, _ucfirst
 from .schema import _TYPES
 from .spelling import EXACT, NameMatcher, spelling_variants
-from .world import _make_entities, _make_facts, _render_documents, _World
+from .world import _assign_pronouns, _make_entities, _make_facts, _World
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,11 @@ class SyntheticBenchmark:
     facts: list[tuple[str, str, str]] = field(default_factory=list)
     # Question id -> gold reasoning triples (subject, relation or attribute, object or value).
     reasoning: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    # Document title -> the facts it states, in order (``facts.json``; see ``documents.py``).
+    document_facts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # Template ids only test-side documents use, and those documents' titles (entity order).
+    held_out_templates: list[str] = field(default_factory=list)
+    test_side_documents: list[str] = field(default_factory=list)
 
 
 def _record(q: _Question, qid: str, names: list[str], spelling: str, question: str) -> dict[str, Any]:
@@ -116,23 +123,34 @@ def generate(config: SyntheticConfig) -> SyntheticBenchmark:
     world = _World()
     _make_entities(config, world)
     _make_facts(config, world)
-    corpus = _render_documents(config, world)
+    _assign_pronouns(config, world)
 
     maker = _QuestionMaker(config, world)
     matcher = NameMatcher(world.names)
     train_domains = [d for d in config.domains if d not in config.held_out_domains]
     splits: dict[str, list[dict[str, Any]]] = {"train": [], "test": []}
     reasoning: dict[str, list[tuple[str, str, str]]] = {}
+    supporting: dict[str, set[int]] = {}
     for split, count, domains in (
         ("train", config.num_train_questions, train_domains),
         ("test", config.num_test_questions, config.domains),
     ):
         questions = maker.split(count, domains)
+        supporting[split] = {d for q in questions for d in q.docs}
         spellings = _spellings(config, split, questions, world, matcher)
         for i, (q, (spelling, text)) in enumerate(zip(questions, spellings, strict=True)):
             qid = f"syn{config.seed}-{split}-{i:06d}"
             splits[split].append(_record(q, qid, world.names, spelling, text))
             reasoning[qid] = q.reasoning
+
+    # Documents come after the questions (their RNGs are separate, so neither changes the other): the
+    # test side, where held-out templates go, is the test questions' supporting documents that support
+    # no training question.
+    held_out = held_out_template_ids(
+        config.phrasing.held_out_templates, config.phrasing.held_out_template_fraction
+    )
+    test_side = supporting["test"] - supporting["train"]
+    corpus, document_facts = render_documents(config, world, set(held_out), test_side)
 
     names = world.names
     entities = []
@@ -143,9 +161,21 @@ def generate(config: SyntheticConfig) -> SyntheticBenchmark:
             attributes["kind"] = world.kind[eid].split(" ", 1)[1]
         if etype == "protein":
             attributes["mass_kda"] = world.mass[eid]
+        attributes["pronoun"] = world.pronoun[eid]
         entities.append(WorldEntity(name, etype, world.domain(eid), not world.core[eid], attributes))
     facts = [(names[s], r, names[o]) for s, r, o in world.facts]
-    return SyntheticBenchmark(config, corpus, splits["train"], splits["test"], entities, facts, reasoning)
+    return SyntheticBenchmark(
+        config,
+        corpus,
+        splits["train"],
+        splits["test"],
+        entities,
+        facts,
+        reasoning,
+        document_facts,
+        held_out,
+        [names[e] for e in sorted(test_side)],
+    )
 
 
 def _dumps(obj: Any) -> str:
@@ -167,7 +197,8 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def write_benchmark(config: SyntheticConfig, out_dir: Path) -> SyntheticBenchmark:
-    """Generate the benchmark and write ``out_dir/raw/{dataset_corpus,train,test,world}.json`` atomically."""
+    """Generate the benchmark and write ``out_dir/raw/{dataset_corpus,train,test,world,facts}.json``
+    atomically (each file)."""
     bench = generate(config)
     raw = Path(out_dir) / "raw"
     world = {
@@ -184,11 +215,20 @@ def write_benchmark(config: SyntheticConfig, out_dir: Path) -> SyntheticBenchmar
         ],
         "facts": [list(f) for f in bench.facts],
         "reasoning": {qid: [list(t) for t in triples] for qid, triples in bench.reasoning.items()},
+        "phrasing": {
+            "templates": {
+                tid: {"relation": rel, "kind": phrase.kind, "text": phrase.text}
+                for tid, (rel, phrase) in TEMPLATES.items()
+            },
+            "held_out_templates": bench.held_out_templates,
+            "test_side_documents": bench.test_side_documents,
+        },
     }
     _atomic_write(raw / "dataset_corpus.json", _dumps(bench.corpus))
     _atomic_write(raw / "train.json", _dumps(bench.train))
     _atomic_write(raw / "test.json", _dumps(bench.test))
     _atomic_write(raw / "world.json", _dumps(world))
+    _atomic_write(raw / "facts.json", _dumps(bench.document_facts))
     return bench
 
 

@@ -6,6 +6,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from hoprag.config import StrictModel
+
+from .phrasing import check_held_out_templates
 from .schema import _TYPES, _active_types
 
 DOMAINS: tuple[str, ...] = ("biomedical", "business", "film")
@@ -27,6 +30,73 @@ def minimum_documents(domains: Sequence[str], distractor_fraction: float = 0.2) 
     while n - _num_distractors(n, distractor_fraction) < need:
         n += 1
     return n
+
+
+class PhrasingConfig(StrictModel):
+    """How documents word their facts (``hoprag/data/synthetic/phrasing.py`` has the templates)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pronoun_probability: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Chance that a sentence about the document's entity after its intro names it by pronoun "
+            "(he/she/they for people, it otherwise) instead of by name. Only where the pronoun is "
+            "unambiguous: no other entity taking the same pronoun is mentioned earlier in the document."
+        ),
+    )
+    two_fact_probability: float = Field(
+        default=0.35,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Chance that a fact is stated together with a second one in one sentence: two verb phrases "
+            "conjoined ('... was born in X and studied at Y') or one as a relative clause ('..., who was "
+            "born in X, studied at Y'), or a modifier phrase hosted by another fact ('Originally from X, "
+            "she studied at Y')."
+        ),
+    )
+    filler_sentence_probability: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Chance, for each of max_filler_sentences slots, that a document gets a distractor sentence: "
+            "generic text fitting the entity's type that states no fact of the world."
+        ),
+    )
+    max_filler_sentences: int = Field(
+        default=2, ge=0, le=4, description="Most distractor (filler) sentences per document."
+    )
+    held_out_templates: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Template ids (RELATION/K, e.g. 'born_in/2'; world.json lists them all) used only in "
+            "test-side documents: the supporting documents of test questions that support no training "
+            "question. Every other document (train supporting documents, distractors, the rest) never "
+            "uses them; test-side documents use them for every relation that has one."
+        ),
+    )
+    held_out_template_fraction: float = Field(
+        default=0.0,
+        ge=0.0,
+        lt=1.0,
+        description=(
+            "Also hold out max(1, round(fraction * n)) of each relation's n templates when > 0 (always "
+            "leaving it a standalone template). The choice depends on the fraction only, not on the seed, "
+            "so benchmarks of different seeds hold out the same templates."
+        ),
+    )
+
+    @field_validator("held_out_templates")
+    @classmethod
+    def _known_templates(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"duplicate template id in {value}")
+        check_held_out_templates(value)
+        return value
 
 
 class SyntheticConfig(BaseModel):
@@ -75,6 +145,11 @@ class SyntheticConfig(BaseModel):
             "its 'spelling' field ('exact' when unchanged); answers and supporting facts never change, "
             "and the other questions are the same as with 0."
         ),
+    )
+
+    phrasing: PhrasingConfig = Field(
+        default_factory=PhrasingConfig,
+        description="Document phrasing: pronouns, two-fact and filler sentences, held-out templates.",
     )
 
     @field_validator("domains", "held_out_domains")

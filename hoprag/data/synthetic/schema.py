@@ -1,4 +1,5 @@
-"""Static world schema: entity type specs, relation texts and the sentence/question templates."""
+"""Static world schema: entity type specs, relation texts and the question templates (``phrasing.py``
+has the document sentence templates)."""
 
 from __future__ import annotations
 
@@ -49,81 +50,6 @@ _TYPES: dict[str, _TypeSpec] = {
 }
 
 _PERSON_TYPES = frozenset({"film_person", "business_person"})
-
-_TYPE_SENTENCES: dict[str, tuple[str, ...]] = {
-    "country": (
-        "{s} is a country that gained independence in {y}.",
-        "{s} became an independent country in {y}.",
-        "{s} is a country that has been independent since {y}.",
-    ),
-    "city": (
-        "{s} is a city founded in {y}.",
-        "The city of {s} was founded in {y}.",
-        "{s} is a city that was established in {y}.",
-    ),
-    "university": (
-        "{s} is a university founded in {y}.",
-        "{s} is a university established in {y}.",
-        "{s} was founded in {y} as a university.",
-    ),
-    "film": ("{s} is a film released in {y}.", "{s} is a {y} film.", "The film {s} was released in {y}."),
-    "film_person": (
-        "{s} is {kind} born in {y}.",
-        "{s} is {kind} who was born in {y}.",
-        "Born in {y}, {s} works as {kind}.",
-    ),
-    "business_person": (
-        "{s} is {kind} born in {y}.",
-        "{s} is {kind} who was born in {y}.",
-        "Born in {y}, {s} works as {kind}.",
-    ),
-    "company": (
-        "{s} is {kind} company founded in {y}.",
-        "{s} was founded in {y} as {kind} company.",
-        "Founded in {y}, {s} is {kind} company.",
-    ),
-    "product": (
-        "{s} is {kind} released in {y}.",
-        "{s} is {kind} first sold in {y}.",
-        "Released in {y}, {s} is {kind}.",
-    ),
-    "drug": (
-        "{s} is {kind} approved in {y}.",
-        "{s} is {kind} that was approved in {y}.",
-        "Approved in {y}, {s} is {kind}.",
-    ),
-    "disease": (
-        "{s} is a disease first described in {y}.",
-        "{s} is a disease that was first described in {y}.",
-        "First described in {y}, {s} is a disease.",
-    ),
-    "gene": (
-        "{s} is a gene identified in {y}.",
-        "{s} is a gene first identified in {y}.",
-        "The gene {s} was identified in {y}.",
-    ),
-    "protein": (
-        "{s} is a protein first characterized in {y}.",
-        "{s} is a protein characterized in {y}.",
-        "The protein {s} was first characterized in {y}.",
-    ),
-    "organism": (
-        "{s} is {kind} first described in {y}.",
-        "{s} is {kind} that was first described in {y}.",
-        "First described in {y}, {s} is {kind}.",
-    ),
-    "pharma": (
-        "{s} is a pharmaceutical company founded in {y}.",
-        "{s} was founded in {y} as a pharmaceutical company.",
-        "Founded in {y}, {s} is a pharmaceutical company.",
-    ),
-}
-
-_MASS_SENTENCES = (
-    "{s} has a mass of {m} kilodaltons.",
-    "The mass of {s} is {m} kilodaltons.",
-    "{s} weighs {m} kilodaltons.",
-)
 
 _YEAR_QUESTIONS: dict[str, tuple[str, ...]] = {
     "country": (
@@ -177,7 +103,6 @@ _YEAR_QUESTIONS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class _RelText:
-    sentences: tuple[str, ...]  # document sentences, {s} subject and {o} object
     fwd_np: tuple[str, ...]  # noun phrase for the object, {x} describes the subject
     fwd_q: tuple[str, ...]  # question asking for the object
     inv_np: tuple[str, ...] = ()  # noun phrase for the subject, {x} describes the object
@@ -189,7 +114,6 @@ class _RelText:
 
 _RELATIONS: dict[str, _RelText] = {
     "city_in": _RelText(
-        sentences=("{s} is located in {o}.", "{s} lies in {o}.", "{s} is a city in {o}."),
         fwd_np=(
             "the country where {x} is located",
             "the country that contains {x}",
@@ -202,11 +126,6 @@ _RELATIONS: dict[str, _RelText] = {
         ),
     ),
     "capital": _RelText(
-        sentences=(
-            "The capital of {s} is {o}.",
-            "{o} is the capital of {s}.",
-            "{o} serves as the capital city of {s}.",
-        ),
         fwd_np=(
             "the capital of {x}",
             "the capital city of {x}",
@@ -229,7 +148,6 @@ _RELATIONS: dict[str, _RelText] = {
         ),
     ),
     "university_in": _RelText(
-        sentences=("{s} is located in {o}.", "{s} is based in {o}.", "The campus of {s} is in {o}."),
         fwd_np=("the city where {x} is located", "the home city of {x}", "the city that hosts {x}"),
         fwd_q=("In which city is {x} located?", "Where is {x} based?", "Which city hosts {x}?"),
         inv_np=(
@@ -244,7 +162,6 @@ _RELATIONS: dict[str, _RelText] = {
         ),
     ),
     "born_in": _RelText(
-        sentences=("{s} was born in {o}.", "{o} is the birthplace of {s}.", "{s} is a native of {o}."),
         fwd_np=("the birthplace of {x}", "the city where {x} was born", "the hometown of {x}"),
         fwd_q=("Where was {x} born?", "In which city was {x} born?", "What is the birthplace of {x}?"),
         inv_np=("the person born in {x}", "the person who was born in {x}", "the native of {x}"),
@@ -256,7 +173,6 @@ _RELATIONS: dict[str, _RelText] = {
         ),
     ),
     "educated_at": _RelText(
-        sentences=("{s} studied at {o}.", "{s} graduated from {o}.", "{o} is the alma mater of {s}."),
         fwd_np=("the university attended by {x}", "the alma mater of {x}", "the school where {x} studied"),
         fwd_q=("Which university did {x} attend?", "Where did {x} study?", "What is the alma mater of {x}?"),
         inv_np=("the person who studied at {x}", "the graduate of {x}", "the alumnus of {x}"),
@@ -268,12 +184,10 @@ _RELATIONS: dict[str, _RelText] = {
         ),
     ),
     "married_to": _RelText(
-        sentences=("{s} is married to {o}.", "{s} and {o} are married.", "{o} is the spouse of {s}."),
         fwd_np=("the spouse of {x}", "the person married to {x}", "the partner of {x}"),
         fwd_q=("Who is {x} married to?", "Who is the spouse of {x}?", "To whom is {x} married?"),
     ),
     "directed_by": _RelText(
-        sentences=("{s} was directed by {o}.", "{o} directed {s}.", "{o} is the director of {s}."),
         fwd_np=("the director of {x}", "the person who directed {x}", "the filmmaker behind {x}"),
         fwd_q=("Who directed {x}?", "Who is the director of {x}?", "Which filmmaker directed {x}?"),
         inv_np=("the film directed by {x}", "the film that {x} directed", "the movie made by {x}"),
@@ -286,11 +200,6 @@ _RELATIONS: dict[str, _RelText] = {
         role="director",
     ),
     "written_by": _RelText(
-        sentences=(
-            "{s} was written by {o}.",
-            "{o} wrote the screenplay for {s}.",
-            "The screenplay of {s} was written by {o}.",
-        ),
         fwd_np=("the screenwriter of {x}", "the writer of {x}", "the person who wrote {x}"),
         fwd_q=("Who wrote {x}?", "Who is the screenwriter of {x}?", "Who wrote the screenplay for {x}?"),
         inv_np=("the film written by {x}", "the film that {x} wrote", "the film scripted by {x}"),
@@ -307,15 +216,12 @@ _RELATIONS: dict[str, _RelText] = {
         role="screenwriter",
     ),
     "stars": _RelText(
-        # Rendered by _stars_sentence because a film may have two stars.
-        sentences=("{o} starred in {s}.", "{s} stars {o}.", "{s} features {o} in the {lead}."),
         fwd_np=("the star of {x}", "the lead actor of {x}", "the actor who starred in {x}"),
         fwd_q=("Who starred in {x}?", "Who is the star of {x}?", "Which actor starred in {x}?"),
         inv_np=("the film starring {x}", "the film in which {x} starred", "the film featuring {x}"),
         inv_q=("Which film did {x} star in?", "In which film did {x} star?", "Which film features {x}?"),
     ),
     "founded_by": _RelText(
-        sentences=("{s} was founded by {o}.", "{o} founded {s}.", "{o} is the founder of {s}."),
         fwd_np=("the founder of {x}", "the person who founded {x}", "the entrepreneur who started {x}"),
         fwd_q=("Who founded {x}?", "Who is the founder of {x}?", "Who started {x}?"),
         inv_np=("the company founded by {x}", "the company that {x} founded", "the firm started by {x}"),
@@ -332,11 +238,6 @@ _RELATIONS: dict[str, _RelText] = {
         role="founder",
     ),
     "headquartered_in": _RelText(
-        sentences=(
-            "{s} is headquartered in {o}.",
-            "The headquarters of {s} are in {o}.",
-            "{s} is based in {o}.",
-        ),
         fwd_np=(
             "the city where {x} is headquartered",
             "the headquarters city of {x}",
@@ -364,11 +265,6 @@ _RELATIONS: dict[str, _RelText] = {
         ),
     ),
     "ceo": _RelText(
-        sentences=(
-            "{o} is the chief executive of {s}.",
-            "{s} is led by chief executive {o}.",
-            "{o} serves as the CEO of {s}.",
-        ),
         fwd_np=("the chief executive of {x}", "the CEO of {x}", "the person who leads {x}"),
         fwd_q=("Who is the CEO of {x}?", "Who leads {x}?", "Who is the chief executive of {x}?"),
         inv_np=("the company led by {x}", "the company whose CEO is {x}", "the firm run by {x}"),
@@ -380,7 +276,6 @@ _RELATIONS: dict[str, _RelText] = {
         role="chief executive",
     ),
     "acquired_by": _RelText(
-        sentences=("{s} was acquired by {o}.", "{o} acquired {s}.", "{o} bought {s}."),
         fwd_np=("the company that acquired {x}", "the acquirer of {x}", "the buyer of {x}"),
         fwd_q=("Which company acquired {x}?", "Who bought {x}?", "What company took over {x}?"),
         inv_np=("the company acquired by {x}", "the company that {x} bought", "the firm taken over by {x}"),
@@ -391,7 +286,6 @@ _RELATIONS: dict[str, _RelText] = {
         ),
     ),
     "manufactured_by": _RelText(
-        sentences=("{s} is manufactured by {o}.", "{o} makes {s}.", "{o} produces {s}."),
         fwd_np=("the manufacturer of {x}", "the company that makes {x}", "the maker of {x}"),
         fwd_q=("Which company manufactures {x}?", "Who makes {x}?", "What company produces {x}?"),
         inv_np=("the product made by {x}", "the product that {x} manufactures", "the item produced by {x}"),
@@ -408,7 +302,6 @@ _RELATIONS: dict[str, _RelText] = {
         role="manufacturer",
     ),
     "designed_by": _RelText(
-        sentences=("{s} was designed by {o}.", "{o} designed {s}.", "{o} is the designer of {s}."),
         fwd_np=("the designer of {x}", "the person who designed {x}", "the person behind the design of {x}"),
         fwd_q=("Who designed {x}?", "Who is the designer of {x}?", "Which person designed {x}?"),
         inv_np=("the product designed by {x}", "the product that {x} designed", "the device designed by {x}"),
@@ -425,7 +318,6 @@ _RELATIONS: dict[str, _RelText] = {
         role="designer",
     ),
     "treats": _RelText(
-        sentences=("{s} treats {o}.", "{s} is used to treat {o}.", "{o} is treated with {s}."),
         fwd_np=(
             "the disease treated by {x}",
             "the condition that {x} treats",
@@ -449,7 +341,6 @@ _RELATIONS: dict[str, _RelText] = {
         ),
     ),
     "targets": _RelText(
-        sentences=("{s} targets {o}.", "{s} acts on the protein {o}.", "{o} is the molecular target of {s}."),
         fwd_np=("the protein targeted by {x}", "the molecular target of {x}", "the protein that {x} acts on"),
         fwd_q=(
             "Which protein does {x} target?",
@@ -466,7 +357,6 @@ _RELATIONS: dict[str, _RelText] = {
         role="target protein",
     ),
     "developed_by": _RelText(
-        sentences=("{s} was developed by {o}.", "{o} developed {s}.", "{s} was created by the company {o}."),
         fwd_np=("the developer of {x}", "the company that developed {x}", "the firm behind {x}"),
         fwd_q=("Which company developed {x}?", "Who developed {x}?", "What company created {x}?"),
         inv_np=("the drug developed by {x}", "the drug that {x} developed", "the medication created by {x}"),
@@ -483,11 +373,6 @@ _RELATIONS: dict[str, _RelText] = {
         role="developer",
     ),
     "associated_with": _RelText(
-        sentences=(
-            "{s} is associated with the gene {o}.",
-            "{o} is linked to {s}.",
-            "Mutations in {o} are associated with {s}.",
-        ),
         fwd_np=("the gene associated with {x}", "the gene linked to {x}", "the gene implicated in {x}"),
         fwd_q=(
             "Which gene is associated with {x}?",
@@ -512,7 +397,6 @@ _RELATIONS: dict[str, _RelText] = {
         role="associated gene",
     ),
     "caused_by": _RelText(
-        sentences=("{s} is caused by {o}.", "{o} causes {s}.", "{o} is the pathogen behind {s}."),
         fwd_np=("the organism that causes {x}", "the cause of {x}", "the pathogen behind {x}"),
         fwd_q=("What organism causes {x}?", "Which pathogen causes {x}?", "What is the cause of {x}?"),
         inv_np=("the disease caused by {x}", "the illness that {x} causes", "the condition triggered by {x}"),
@@ -529,7 +413,6 @@ _RELATIONS: dict[str, _RelText] = {
         role="causative organism",
     ),
     "encodes": _RelText(
-        sentences=("{s} encodes {o}.", "{o} is encoded by {s}.", "{s} codes for the protein {o}."),
         fwd_np=("the protein encoded by {x}", "the protein that {x} codes for", "the protein product of {x}"),
         fwd_q=(
             "Which protein does {x} encode?",
@@ -541,7 +424,6 @@ _RELATIONS: dict[str, _RelText] = {
         both_docs=True,
     ),
     "found_in": _RelText(
-        sentences=("{s} is found in {o}.", "{s} occurs in {o}.", "{o} carries the gene {s}."),
         fwd_np=(
             "the organism in which {x} is found",
             "the host organism of {x}",
@@ -562,11 +444,6 @@ _RELATIONS: dict[str, _RelText] = {
         role="host organism",
     ),
     "isolated_in": _RelText(
-        sentences=(
-            "{s} was first isolated in {o}.",
-            "{o} is where {s} was first isolated.",
-            "Researchers first isolated {s} in {o}.",
-        ),
         fwd_np=(
             "the city where {x} was first isolated",
             "the place where {x} was first isolated",

@@ -1,4 +1,4 @@
-"""World construction: entity and fact generation and the rendering of one document per entity."""
+"""World construction: entities (with their pronouns) and facts. ``documents.py`` renders them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from .names import (
     _PRODUCT_KINDS,
     _Namer,
 )
-from .schema import _MASS_SENTENCES, _RELATIONS, _TYPE_SENTENCES, _TYPES, GENERAL_DOMAIN, _active_types
+from .phrasing import PERSON_PRONOUNS
+from .schema import _PERSON_TYPES, _TYPES, GENERAL_DOMAIN, _active_types
 
 
 def _largest_remainder(total: int, weights: dict[str, float]) -> dict[str, int]:
@@ -62,6 +63,7 @@ class _World:
         self.years: list[int] = []
         self.kind: list[str] = []  # occupation / industry / product kind / drug class / organism kind
         self.mass: list[int] = []
+        self.pronoun: list[str] = []  # he/she/they for people, it otherwise (``_assign_pronouns``)
         self.out: list[list[tuple[str, int]]] = []
         self.inn: list[list[tuple[str, int]]] = []
         self.facts: list[tuple[int, str, int]] = []
@@ -325,29 +327,14 @@ def _make_facts(config: SyntheticConfig, world: _World) -> None:
                     world.add_fact(drug, rel, target)
 
 
-def _render_documents(config: SyntheticConfig, world: _World) -> dict[str, str]:
-    rng = random.Random(f"hoprag-synthetic:{config.seed}:documents")
-    names = world.names
-    corpus: dict[str, str] = {}
-    for eid, name in enumerate(names):
-        etype = world.types[eid]
-        sentences = [
-            rng.choice(_TYPE_SENTENCES[etype]).format(s=name, y=world.years[eid], kind=world.kind[eid])
-        ]
-        if etype == "protein":
-            sentences.append(rng.choice(_MASS_SENTENCES).format(s=name, m=world.mass[eid]))
-        stars: list[int] = []
-        for rel, obj in world.out[eid]:
-            if rel == "stars":
-                stars.append(obj)
-                continue
-            sentences.append(rng.choice(_RELATIONS[rel].sentences).format(s=name, o=names[obj]))
-        if stars:
-            template = rng.choice(_RELATIONS["stars"].sentences)
-            lead = "lead role" if len(stars) == 1 else "lead roles"
-            sentences.append(template.format(s=name, o=" and ".join(names[o] for o in stars), lead=lead))
-        for rel, subj in world.inn[eid]:
-            if _RELATIONS[rel].both_docs:
-                sentences.append(rng.choice(_RELATIONS[rel].sentences).format(s=names[subj], o=name))
-        corpus[name] = " ".join(sentences)
-    return corpus
+def _assign_pronouns(config: SyntheticConfig, world: _World) -> None:
+    """People get she/he/they (weights in ``PERSON_PRONOUNS``), everything else "it".
+
+    An RNG of its own, so names, facts and questions are the same as before pronouns existed.
+    """
+    rng = random.Random(f"hoprag-synthetic:{config.seed}:pronouns")
+    options = [p for p, _ in PERSON_PRONOUNS]
+    weights = [w for _, w in PERSON_PRONOUNS]
+    world.pronoun = [
+        rng.choices(options, weights)[0] if etype in _PERSON_TYPES else "it" for etype in world.types
+    ]

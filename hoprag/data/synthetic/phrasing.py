@@ -1,0 +1,621 @@
+"""Document phrasing: the sentence templates of every relation (with stable ids), intros, filler sentences.
+
+A relation fact ``(s, r, o)`` is stated with one of ``r``'s *phrases*. Each phrase has an id
+``"{relation}/{k}"`` (``k`` its position in the relation's tuple: append new phrases, never reorder or
+remove, so ids stay stable across versions) and one of four syntactic kinds:
+
+* ``vp``: a verb phrase said of the subject ("was born in {o}"). Alone it is the sentence "{s} was
+  born in {o}."; it can also be conjoined with a second one ("{s} was born in {o1} and studied at
+  {o2}."), turned into a relative clause ("{s}, who was born in {o1}, studied at {o2}.") and its
+  subject can be a pronoun ("She was born in {o}.").
+* ``clause``: a whole sentence in any word order ("{o} is the birthplace of {s}.", "At {o}, {s}
+  earned a degree.", "{o} is the city where {s} was born.").
+* ``apposition``: a modifier set off after the subject ("{s}, a native of {o}, {host}.").
+* ``fronted``: a fronted adverbial or participial phrase ("Originally from {o}, {s} {host}.").
+
+The two modifier kinds need a *host*: the verb phrase of another fact (a sentence stating two facts),
+the document's intro ("{s}, a native of {o}, is an actor born in 1980.") or a filler verb phrase that
+states no fact ("Originally from {o}, she has given few interviews."). Every phrase avoids the words
+he/she/it/they, so a pronoun in a document always stands for an entity.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+VP = "vp"
+CLAUSE = "clause"
+APPOSITION = "apposition"
+FRONTED = "fronted"
+PHRASE_KINDS = (VP, CLAUSE, APPOSITION, FRONTED)
+MODIFIER_KINDS = frozenset({APPOSITION, FRONTED})
+STANDALONE_KINDS = frozenset({VP, CLAUSE})
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """One way of stating a relation fact: ``{s}`` subject, ``{o}`` object, ``{lead}`` (``stars`` only)."""
+
+    kind: str
+    text: str
+
+    def __post_init__(self) -> None:
+        assert self.kind in PHRASE_KINDS, self.kind
+
+
+def _vp(text: str) -> Phrase:
+    return Phrase(VP, text)
+
+
+def _clause(text: str) -> Phrase:
+    return Phrase(CLAUSE, text)
+
+
+def _appos(text: str) -> Phrase:
+    return Phrase(APPOSITION, text)
+
+
+def _fronted(text: str) -> Phrase:
+    return Phrase(FRONTED, text)
+
+
+# Person-subject verb phrases start with a verb that agrees with singular "they" through _PLURAL_VERBS
+# or with a past-tense verb (tests/unit/test_synthetic.py checks this).
+PHRASES: dict[str, tuple[Phrase, ...]] = {
+    "city_in": (
+        _vp("is located in {o}"),
+        _vp("lies in {o}"),
+        _clause("{o} is the country in which {s} lies."),
+        _appos("a city in {o}"),
+        _fronted("Situated in {o}"),
+    ),
+    "capital": (
+        _vp("has {o} as its capital"),
+        _clause("{o} is the capital of {s}."),
+        _clause("The capital of {s} is {o}."),
+        _appos("whose capital is {o}"),
+        _fronted("With {o} as its capital"),
+        _clause("{o} serves as the capital city of {s}."),
+    ),
+    "university_in": (
+        _vp("is located in {o}"),
+        _vp("is based in {o}"),
+        _clause("The campus of {s} is in {o}."),
+        _appos("based in {o}"),
+        _fronted("Set in the city of {o}"),
+    ),
+    "born_in": (
+        _vp("was born in {o}"),
+        _vp("hails from {o}"),
+        _clause("{o} is the birthplace of {s}."),
+        _clause("{o} is the city where {s} was born."),
+        _appos("a native of {o}"),
+        _fronted("Originally from {o}"),
+    ),
+    "educated_at": (
+        _vp("studied at {o}"),
+        _vp("graduated from {o}"),
+        _clause("{o} is the alma mater of {s}."),
+        _appos("a graduate of {o}"),
+        _fronted("After studying at {o}"),
+        _clause("At {o}, {s} earned a degree."),
+    ),
+    "married_to": (
+        _vp("is married to {o}"),
+        _clause("{s} and {o} are married."),
+        _clause("{o} is the spouse of {s}."),
+        _appos("the spouse of {o}"),
+        _fronted("Married to {o}"),
+    ),
+    "directed_by": (
+        _vp("was directed by {o}"),
+        _clause("{o} directed {s}."),
+        _clause("{o} is the director of {s}."),
+        _appos("a film directed by {o}"),
+        _fronted("Directed by {o}"),
+        _clause("Among the films directed by {o} is {s}."),
+    ),
+    "written_by": (
+        _vp("was written by {o}"),
+        _clause("{o} wrote the screenplay for {s}."),
+        _clause("The screenplay of {s} was written by {o}."),
+        _appos("written by {o}"),
+        _fronted("Based on a screenplay by {o}"),
+        _vp("has a screenplay by {o}"),
+    ),
+    # {o} may be two coordinated names ("A and B"), so these never need verb agreement with it.
+    "stars": (
+        _clause("{o} starred in {s}."),
+        _vp("stars {o}"),
+        _vp("features {o} in the {lead}"),
+        _appos("starring {o}"),
+        _fronted("With {o} in the {lead}"),
+        _clause("The {lead} in {s} went to {o}."),
+    ),
+    "founded_by": (
+        _vp("was founded by {o}"),
+        _clause("{o} founded {s}."),
+        _clause("{o} is the founder of {s}."),
+        _appos("the firm started by {o}"),
+        _fronted("Started by {o}"),
+        _vp("has {o} as its founder"),
+    ),
+    "headquartered_in": (
+        _vp("is headquartered in {o}"),
+        _clause("The headquarters of {s} are in {o}."),
+        _vp("has its head office in {o}"),
+        _appos("based in {o}"),
+        _fronted("Headquartered in {o}"),
+        _clause("{o} is home to the headquarters of {s}."),
+    ),
+    "ceo": (
+        _clause("{o} is the chief executive of {s}."),
+        _vp("is led by chief executive {o}"),
+        _clause("{o} serves as the CEO of {s}."),
+        _appos("led by chief executive {o}"),
+        _fronted("Under chief executive {o}"),
+        _vp("has {o} as its chief executive"),
+    ),
+    "acquired_by": (
+        _vp("was acquired by {o}"),
+        _clause("{o} acquired {s}."),
+        _clause("{o} bought {s}."),
+        _appos("now part of {o}"),
+        _fronted("Following its acquisition by {o}"),
+        _vp("became part of {o} through an acquisition"),
+    ),
+    "manufactured_by": (
+        _vp("is manufactured by {o}"),
+        _clause("{o} makes {s}."),
+        _clause("{o} produces {s}."),
+        _appos("made by {o}"),
+        _fronted("Manufactured by {o}"),
+        _vp("is made in the factories of {o}"),
+    ),
+    "designed_by": (
+        _vp("was designed by {o}"),
+        _clause("{o} designed {s}."),
+        _clause("{o} is the designer of {s}."),
+        _appos("a design of {o}"),
+        _fronted("Designed by {o}"),
+    ),
+    "treats": (
+        _vp("treats {o}"),
+        _vp("is used to treat {o}"),
+        _clause("{o} is treated with {s}."),
+        _appos("a treatment for {o}"),
+        _fronted("Used against {o}"),
+        _clause("Patients with {o} receive {s}."),
+    ),
+    "targets": (
+        _vp("targets {o}"),
+        _vp("acts on the protein {o}"),
+        _clause("{o} is the molecular target of {s}."),
+        _appos("which acts on {o}"),
+        _fronted("By binding {o}"),
+    ),
+    "developed_by": (
+        _vp("was developed by {o}"),
+        _clause("{o} developed {s}."),
+        _vp("was created by the company {o}"),
+        _appos("a product of {o}"),
+        _fronted("Developed at {o}"),
+        _clause("The developer of {s} is {o}."),
+    ),
+    "associated_with": (
+        _vp("is associated with the gene {o}"),
+        _clause("{o} is linked to {s}."),
+        _clause("Mutations in {o} are associated with {s}."),
+        _appos("which is linked to the gene {o}"),
+        _fronted("Linked to mutations in {o}"),
+    ),
+    "caused_by": (
+        _vp("is caused by {o}"),
+        _clause("{o} causes {s}."),
+        _clause("{o} is the pathogen behind {s}."),
+        _appos("an infection caused by {o}"),
+        _fronted("Caused by {o}"),
+    ),
+    "encodes": (
+        _vp("encodes {o}"),
+        _clause("{o} is encoded by {s}."),
+        _vp("codes for the protein {o}"),
+        _appos("which encodes {o}"),
+        _fronted("Coding for {o}"),
+        _clause("The protein {o} is the product of {s}."),
+    ),
+    "found_in": (
+        _vp("is found in {o}"),
+        _vp("occurs in {o}"),
+        _clause("{o} carries the gene {s}."),
+        _appos("a gene of {o}"),
+        _fronted("Found in {o}"),
+    ),
+    "isolated_in": (
+        _vp("was first isolated in {o}"),
+        _clause("{o} is where {s} was first isolated."),
+        _clause("Researchers first isolated {s} in {o}."),
+        _appos("first isolated in {o}"),
+        _fronted("First isolated in {o}"),
+    ),
+}
+
+TEMPLATES: dict[str, tuple[str, Phrase]] = {
+    f"{rel}/{k}": (rel, phrase) for rel, phrases in PHRASES.items() for k, phrase in enumerate(phrases)
+}
+"""Every relation phrase by its stable id ``"{relation}/{k}"``: ``(relation, phrase)``."""
+
+
+def template_ids(relation: str) -> list[str]:
+    return [f"{relation}/{k}" for k in range(len(PHRASES[relation]))]
+
+
+def held_out_template_ids(explicit: list[str], fraction: float) -> list[str]:
+    """The held-out template ids: ``explicit`` plus, per relation, max(1, round(fraction × n)) of its
+    ``n`` templates when ``fraction`` > 0 (fewer if that would leave the relation without a standalone
+    ``vp`` or ``clause`` template for documents that must not use them).
+
+    The fraction's choice is drawn by an RNG seeded with the relation's name only, not the benchmark
+    seed: every benchmark generated with the same fraction holds out the same templates, so a model
+    trained on one benchmark's documents can be evaluated on another's held-out ones. Sorted by id.
+    """
+    held = set(explicit)
+    if fraction > 0:
+        for rel in PHRASES:
+            ids = template_ids(rel)
+            want = min(len(ids) - 1, max(1, int(fraction * len(ids) + 0.5)))
+            order = ids[:]
+            random.Random(f"hoprag-synthetic:held-out-templates:{rel}").shuffle(order)
+            chosen = [i for i in ids if i in held]
+            for tid in order:
+                if len(chosen) >= want:
+                    break
+                if tid in chosen:
+                    continue
+                if _standalone_left(rel, {*chosen, tid}):
+                    chosen.append(tid)
+            held.update(chosen)
+    return sorted(held, key=_id_order)
+
+
+def _id_order(tid: str) -> tuple[int, int]:
+    rel, _, k = tid.partition("/")
+    return list(PHRASES).index(rel), int(k)
+
+
+def _standalone_left(relation: str, held: set[str]) -> bool:
+    """Whether ``relation`` keeps a ``vp`` or ``clause`` template outside ``held``."""
+    return any(
+        tid not in held and PHRASES[relation][k].kind in STANDALONE_KINDS
+        for k, tid in enumerate(template_ids(relation))
+    )
+
+
+def check_held_out_templates(ids: list[str]) -> None:
+    """``ValueError`` for an unknown id or a relation left without a standalone template."""
+    unknown = sorted(set(ids) - set(TEMPLATES))
+    if unknown:
+        raise ValueError(
+            f"unknown template id(s) {unknown}; ids are RELATION/K, e.g. born_in/2 "
+            f"(relations: {', '.join(PHRASES)})"
+        )
+    held = set(ids)
+    starved = [rel for rel in PHRASES if not _standalone_left(rel, held)]
+    if starved:
+        raise ValueError(
+            f"held_out_templates leaves no vp or clause template for {starved}: documents outside "
+            "the test side could not state those relations"
+        )
+
+
+# -- pronouns and agreement ----------------------------------------------------------------------
+
+PERSON_PRONOUNS: tuple[tuple[str, float], ...] = (("she", 0.45), ("he", 0.45), ("they", 0.1))
+"""Pronouns of people (drawn per person); every other entity is "it"."""
+PRONOUNS = ("he", "she", "it", "they")
+
+# The first verb of a verb phrase as singular "they" needs it ("they are", "they hail").
+_PLURAL_VERBS = {"is": "are", "was": "were", "has": "have", "hails": "hail"}
+
+
+def agree(vp: str, pronoun: str | None) -> str:
+    """``vp`` with its first verb made plural when the subject is the pronoun "they"."""
+    if pronoun != "they":
+        return vp
+    first, sep, rest = vp.partition(" ")
+    return _PLURAL_VERBS.get(first, first) + sep + rest
+
+
+def plural_verb_ok(vp: str) -> bool:
+    """Whether ``vp`` agrees with "they" after :func:`agree`: its first verb is in the table or past tense."""
+    first = vp.split(" ", 1)[0]
+    return first in _PLURAL_VERBS or first.endswith("ed") or first in {"became", "grew", "went", "wrote"}
+
+
+# -- intros and filler sentences -------------------------------------------------------------------
+
+INTROS: dict[str, tuple[str, ...]] = {
+    "country": (
+        "{s} is a country that gained independence in {y}.",
+        "{s} became an independent country in {y}.",
+        "{s} is a country that has been independent since {y}.",
+    ),
+    "city": (
+        "{s} is a city founded in {y}.",
+        "The city of {s} was founded in {y}.",
+        "{s} is a city that was established in {y}.",
+    ),
+    "university": (
+        "{s} is a university founded in {y}.",
+        "{s} is a university established in {y}.",
+        "{s} was founded in {y} as a university.",
+    ),
+    "film": ("{s} is a film released in {y}.", "{s} is a {y} film.", "The film {s} was released in {y}."),
+    "film_person": (
+        "{s} is {kind} born in {y}.",
+        "{s} is {kind} who was born in {y}.",
+        "Born in {y}, {s} works as {kind}.",
+    ),
+    "business_person": (
+        "{s} is {kind} born in {y}.",
+        "{s} is {kind} who was born in {y}.",
+        "Born in {y}, {s} works as {kind}.",
+    ),
+    "company": (
+        "{s} is {kind} company founded in {y}.",
+        "{s} was founded in {y} as {kind} company.",
+        "Founded in {y}, {s} is {kind} company.",
+    ),
+    "product": (
+        "{s} is {kind} released in {y}.",
+        "{s} is {kind} first sold in {y}.",
+        "Released in {y}, {s} is {kind}.",
+    ),
+    "drug": (
+        "{s} is {kind} approved in {y}.",
+        "{s} is {kind} that was approved in {y}.",
+        "Approved in {y}, {s} is {kind}.",
+    ),
+    "disease": (
+        "{s} is a disease first described in {y}.",
+        "{s} is a disease that was first described in {y}.",
+        "First described in {y}, {s} is a disease.",
+    ),
+    "gene": (
+        "{s} is a gene identified in {y}.",
+        "{s} is a gene first identified in {y}.",
+        "The gene {s} was identified in {y}.",
+    ),
+    "protein": (
+        "{s} is a protein first characterized in {y}.",
+        "{s} is a protein characterized in {y}.",
+        "The protein {s} was first characterized in {y}.",
+    ),
+    "organism": (
+        "{s} is {kind} first described in {y}.",
+        "{s} is {kind} that was first described in {y}.",
+        "First described in {y}, {s} is {kind}.",
+    ),
+    "pharma": (
+        "{s} is a pharmaceutical company founded in {y}.",
+        "{s} was founded in {y} as a pharmaceutical company.",
+        "Founded in {y}, {s} is a pharmaceutical company.",
+    ),
+}
+"""The first sentence of each document: names the entity and states its year (and kind). The ones
+that start with "{s} " can host a modifier phrase."""
+
+MASS_SENTENCES = (
+    "{s} has a mass of {m} kilodaltons.",
+    "The mass of {s} is {m} kilodaltons.",
+    "{s} weighs {m} kilodaltons.",
+)
+
+FILLERS: dict[str, tuple[str, ...]] = {
+    "country": (
+        "has a mostly mountainous landscape",
+        "is known for its long coastline",
+        "has a largely agricultural economy",
+        "has several official languages",
+        "hosts a number of national parks",
+        "is divided into several provinces",
+        "has a temperate climate",
+        "has a growing tourism sector",
+    ),
+    "city": (
+        "has a well-preserved old town",
+        "is known for its weekly market",
+        "has grown steadily over the last century",
+        "has a busy river port",
+        "is popular with visitors in summer",
+        "has several museums",
+        "is surrounded by farmland",
+        "has an extensive tram network",
+    ),
+    "university": (
+        "has several thousand students",
+        "is known for its large library",
+        "offers programs in the sciences and humanities",
+        "has a botanical garden on its grounds",
+        "admits students from many countries",
+        "runs several research institutes",
+        "is organized into a number of faculties",
+        "holds its graduation ceremonies each summer",
+    ),
+    "film": (
+        "received mixed reviews from critics",
+        "was shot over several months",
+        "has been screened at a number of festivals",
+        "runs for just under two hours",
+        "was praised for its cinematography",
+        "had a modest budget",
+        "was later restored for a home release",
+        "became a minor box-office success",
+    ),
+    "film_person": (
+        "has given few interviews",
+        "was known for a careful working style",
+        "has appeared at several festivals",
+        "has received a number of awards",
+        "was praised by critics early on",
+        "has spoken about the craft in public talks",
+        "is known for a quiet public profile",
+        "was active in the industry for several decades",
+    ),
+    "business_person": (
+        "has spoken at several industry conferences",
+        "is known for a low public profile",
+        "has served on a number of boards",
+        "was praised for a disciplined management style",
+        "has written about leadership",
+        "was active in several charities",
+        "has mentored younger founders",
+        "is known for long working hours",
+    ),
+    "company": (
+        "employs several thousand people",
+        "reported steady growth in recent years",
+        "has offices in several countries",
+        "went through a major restructuring",
+        "is known for its research spending",
+        "has a large network of suppliers",
+        "publishes an annual sustainability report",
+        "operates several production sites",
+    ),
+    "product": (
+        "received positive reviews",
+        "sold well in its first year",
+        "was later updated with minor changes",
+        "comes in several colors",
+        "was praised for its build quality",
+        "is sold in many markets",
+        "received a design award",
+        "has a loyal user base",
+    ),
+    "drug": (
+        "is usually given once a day",
+        "is the subject of ongoing trials",
+        "has a well-studied safety profile",
+        "can cause mild side effects",
+        "is available in several doses",
+        "is listed in many national formularies",
+        "requires regular monitoring during use",
+        "is stored at room temperature",
+    ),
+    "disease": (
+        "is more common in older adults",
+        "can be diagnosed with a blood test",
+        "has been studied extensively",
+        "often goes unnoticed in its early stages",
+        "varies widely in severity",
+        "is the subject of several research programs",
+        "is rare in most populations",
+        "can be managed with early care",
+    ),
+    "gene": (
+        "is highly conserved",
+        "is expressed in several tissues",
+        "has been sequenced in full",
+        "spans several exons",
+        "is studied in many laboratories",
+        "shows little variation between individuals",
+        "has several known variants",
+        "lies on a short chromosome arm",
+    ),
+    "protein": (
+        "is made up of several domains",
+        "folds into a compact structure",
+        "is located mainly in the cytoplasm",
+        "forms stable complexes",
+        "is modified after translation",
+        "has been crystallized",
+        "is degraded quickly in the cell",
+        "binds several metal ions",
+    ),
+    "organism": (
+        "grows best at moderate temperatures",
+        "has been studied in many laboratories",
+        "can survive in dry conditions",
+        "reproduces rapidly",
+        "has a small genome",
+        "is easy to culture",
+        "forms colonies on solid media",
+        "is sensitive to heat",
+    ),
+    "pharma": (
+        "employs several thousand people",
+        "runs research sites in several countries",
+        "invests heavily in research",
+        "has a broad pipeline of candidates",
+        "went public several decades ago",
+        "also markets generic medicines",
+        "works with many academic partners",
+        "publishes the results of its trials",
+    ),
+}
+"""Distractor (filler) sentences, as verb phrases said of the document's entity: generic, fitting its
+type, and stating no fact of the world (no names, years, numbers or kinds)."""
+
+
+# -- relation wordings (for scoring extractions) -----------------------------------------------------
+
+_STOP_WORDS = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "in",
+        "of",
+        "to",
+        "by",
+        "at",
+        "on",
+        "with",
+        "for",
+        "and",
+        "is",
+        "are",
+        "was",
+        "its",
+        "as",
+        "from",
+        "which",
+        "whose",
+        "who",
+    ]
+)
+
+
+def relation_wordings() -> dict[str, list[str]]:
+    """How the documents word each relation and attribute, slots removed and normalized: the relation's
+    name as words ("born in"), then each template's wording ("is the birthplace of", "a native of"),
+    leaving out wordings of nothing but stop words ("with in the"). Attributes: the year attributes'
+    names and verb ("birth year", "was born in"), "is a"/"works as" for ``kind``, "mass"/"has a mass of"/
+    "weighs" for ``mass_kda``. ``hoprag bench extract`` compares extracted relations with these.
+    """
+    import re
+
+    from hoprag.text import normalize_entity
+
+    from .schema import _TYPES
+
+    def words(text: str) -> str:
+        return normalize_entity(re.sub(r"\{[so]\}", " ", text.replace("{lead}", "lead role")))
+
+    out: dict[str, list[str]] = {}
+    for rel, phrases in PHRASES.items():
+        found = [rel.replace("_", " ")]
+        for p in phrases:
+            w = words(p.text)
+            if w not in found and any(x not in _STOP_WORDS for x in w.split()):
+                found.append(w)
+        out[rel] = found
+    for spec in _TYPES.values():
+        out.setdefault(spec.year_attr, [spec.year_attr.replace("_", " ")])
+        verb = f"{spec.year_vp} in"
+        if verb not in out[spec.year_attr]:
+            out[spec.year_attr].append(verb)
+    out["kind"] = ["is a", "works as"]
+    out["mass_kda"] = ["mass", "has a mass of", "weighs"]
+    return out
