@@ -9,7 +9,6 @@ answers and resumes training from its latest checkpoint.
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,7 @@ def run_distillation(corpus: Path, out: Path, config: DistillConfig) -> dict[str
     from hoprag.extraction.prompts import PROMPT_VERSION, STUDENT_PROMPT_VERSION
     from hoprag.ray_runtime import init_ray
     from indexing.corpus import read_corpus
-    from training.loop import PROGRESS_FILE
-    from training.trainer import show_progress, trainer_options
+    from training.trainer import fit_with_progress, trainer_options
 
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -56,15 +54,7 @@ def run_distillation(corpus: Path, out: Path, config: DistillConfig) -> dict[str
         train_loop_config={"config": config.model_dump(mode="json"), "data": str(data), "out": str(out)},
         **trainer_options(config.run, RUN_NAME, out),
     )
-    (out / PROGRESS_FILE).unlink(missing_ok=True)
-    stop = threading.Event()
-    watcher = threading.Thread(target=show_progress, args=(out, stop, "distillation"), daemon=True)
-    watcher.start()
-    try:
-        result = trainer.fit()
-    finally:
-        stop.set()
-        watcher.join(timeout=10)
+    result = fit_with_progress(trainer, out, "distillation")
     held = json.loads((out / "held_out_metrics.json").read_text())
     tokens = {task: _prompt_chars([e for e in examples if e.task == task]) for task in config.tasks}
     student = {

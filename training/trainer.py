@@ -39,15 +39,7 @@ def run_training(
         },
         **trainer_options(config.run, RUN_NAME, out),
     )
-    (out / PROGRESS_FILE).unlink(missing_ok=True)  # a bar from this run's steps only
-    stop = threading.Event()
-    watcher = threading.Thread(target=show_progress, args=(out, stop), daemon=True)
-    watcher.start()
-    try:
-        result = trainer.fit()
-    finally:
-        stop.set()
-        watcher.join(timeout=10)
+    result = fit_with_progress(trainer, out, "GLM training")
     metrics = dict(result.metrics or {})
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
     return metrics
@@ -74,6 +66,20 @@ def trainer_options(run: RunSettings, name: str, out: Path) -> dict[str, Any]:
             worker_runtime_env={"env_vars": worker_env(run.use_gpu)},
         ),
     }
+
+
+def fit_with_progress(trainer: Any, out: Path, label: str) -> Any:
+    """``trainer.fit()`` with a progress bar of the steps rank 0 reports in ``out/progress.json``
+    (removed first, so the bar counts this run's steps only)."""
+    (out / PROGRESS_FILE).unlink(missing_ok=True)
+    stop = threading.Event()
+    watcher = threading.Thread(target=show_progress, args=(out, stop, label), daemon=True)
+    watcher.start()
+    try:
+        return trainer.fit()
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
 
 
 def show_progress(
