@@ -171,12 +171,14 @@ def _run_vllm_processor(
     """The GPU path: a ``ray.data.llm`` vLLM processor; finished documents are cached per batch."""
     import ray
 
+    from hoprag.llm.vllm_backend import vllm_student_tasks
     from hoprag.logs import progress
     from indexing.vllm_stage import build_vllm_stage, fold_result, passage_rows
 
     vllm = config.llm.vllm
     assert vllm is not None
     model_id = expected_model_id(config.llm)
+    student_tasks = vllm_student_tasks(vllm)
     rows, assembler = passage_rows(pending, config.extraction, model_id)
     records = assembler.ready()
     cache.append_rows([r.to_row() for r in records])
@@ -187,7 +189,8 @@ def _run_vllm_processor(
             done = [
                 r
                 for r in (
-                    fold_result(row, assembler, vllm.prompt_style, model_id) for row in batch.to_pylist()
+                    fold_result(row, assembler, vllm.prompt_style, model_id, student_tasks)
+                    for row in batch.to_pylist()
                 )
                 if r
             ]

@@ -4,19 +4,32 @@ Same prompts, parsers, cache and records as the actor path (:mod:`indexing.extra
 are split into passages (one row each), questions become NER rows, the processor generates, and a
 :class:`~indexing.extract.DocumentAssembler` in the driver folds passages back into documents as
 batches stream in, each finished document written to the resume cache right away.
+
+With a distilled student adapter (``llm.vllm.adapter``) the rows of its tasks get the short
+student prompts, as :func:`~hoprag.llm.base.uses_student_prompt` decides on the actor path; the
+processor then runs without the chat-template stage (see :mod:`hoprag.llm.vllm_backend`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Sequence, Set
 from typing import Any
 
 from hoprag.extraction.prompts import ner_prompt, openie_prompt
 from hoprag.llm.base import Completion
-from hoprag.llm.vllm_backend import ERROR_COLUMN, VLLMConfig, openie_postprocess_row, processor_input_columns
+from hoprag.llm.vllm_backend import (
+    ERROR_COLUMN,
+    VLLMConfig,
+    chat_template_stage_enabled,
+    openie_postprocess_row,
+    processor_input_columns,
+    vllm_student_tasks,
+)
 from indexing.config import ExtractionConfig
 from indexing.extract import (
     TASK_NER,
+    TASK_OPENIE,
     DocumentAssembler,
     ExtractionRecord,
     PassageJob,
@@ -24,7 +37,10 @@ from indexing.extract import (
     plan_passages,
 )
 
+logger = logging.getLogger(__name__)
+
 ROW_COLUMNS = ("task", "doc_key", "text")
+STAGE_TASKS = (TASK_OPENIE, TASK_NER)
 
 
 def passage_rows(
@@ -43,15 +59,25 @@ def passage_rows(
     return rows, DocumentAssembler(records, jobs)
 
 
-def make_preprocess(style: str, max_new_tokens: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """Row → processor input columns, with the prompt matching the row's task."""
+def make_preprocess(
+    style: str,
+    max_new_tokens: int,
+    student_tasks: Set[str] = frozenset(),
+    chat_template: bool = True,
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Row → processor input columns, with the prompt matching the row's task: the student prompt
+    for ``student_tasks``; ``chat_template=False`` flattens chat prompts (no chat-template stage)."""
 
     def preprocess(row: dict[str, Any]) -> dict[str, Any]:
         text = str(row["text"])
+        task = str(row["task"])
+        student = task in student_tasks
         spec = (
-            ner_prompt(text, style) if row["task"] == TASK_NER else openie_prompt(text, style, max_new_tokens)
-        )  # type: ignore[arg-type]
-        return processor_input_columns(spec)
+            ner_prompt(text, style, student=student)  # type: ignore[arg-type]
+            if task == TASK_NER
+            else openie_prompt(text, style, max_new_tokens, student=student)  # type: ignore[arg-type]
+        )
+        return processor_input_columns(spec, chat_template=chat_template)
 
     return preprocess
 
@@ -68,9 +94,14 @@ def finalize(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def fold_result(
-    row: dict[str, Any], assembler: DocumentAssembler, style: str, model_id: str
+    row: dict[str, Any],
+    assembler: DocumentAssembler,
+    style: str,
+    model_id: str,
+    student_tasks: Set[str] = frozenset(),
 ) -> ExtractionRecord | None:
-    """Turn one generated row into a finished record (NER rows, or a document's last passage)."""
+    """Turn one generated row into a finished record (NER rows, or a document's last passage);
+    ``student_tasks`` as given to :func:`make_preprocess` (the output format follows the prompt)."""
     completion = Completion(
         text=str(row.get("raw_output") or ""),
         prompt_tokens=int(row.get("prompt_tokens") or 0),
@@ -80,9 +111,9 @@ def fold_result(
     )
     text = str(row["text"])
     if row["task"] == TASK_NER:
-        fmt = ner_prompt(text, style).output_format  # type: ignore[arg-type]
+        fmt = ner_prompt(text, style, student=TASK_NER in student_tasks).output_format  # type: ignore[arg-type]
         return ner_record(str(row["doc_key"]), text, completion, model_id, fmt)
-    fmt = openie_prompt(text, style).output_format  # type: ignore[arg-type]
+    fmt = openie_prompt(text, style, student=TASK_OPENIE in student_tasks).output_format  # type: ignore[arg-type]
     return assembler.add(PassageJob(str(row["doc_key"]), text), completion, fmt)
 
 
@@ -90,10 +121,19 @@ def build_vllm_stage(config: VLLMConfig, extraction: ExtractionConfig) -> Callab
     """Dataset of passage/question rows → dataset of generated rows (lazy; needs the vllm extra)."""
     from hoprag.llm.vllm_backend import build_ray_data_processor
 
+    student_tasks = vllm_student_tasks(config)
+    chat_template = chat_template_stage_enabled(config, STAGE_TASKS)
+    if config.prompt_style == "chat" and not chat_template and not set(STAGE_TASKS) <= student_tasks:
+        logger.warning(
+            "the adapter is a student of %s only: the other tasks' chat prompts are sent flattened "
+            "to plain text (no chat template) in the same vLLM processor",
+            sorted(student_tasks & set(STAGE_TASKS)),
+        )
     processor = build_ray_data_processor(
         config,
-        make_preprocess(config.prompt_style, extraction.max_new_tokens),
+        make_preprocess(config.prompt_style, extraction.max_new_tokens, student_tasks, chat_template),
         postprocess,
         require_local_vllm=False,
+        chat_template=chat_template,
     )
     return lambda ds: processor(ds).map(finalize)

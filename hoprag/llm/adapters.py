@@ -23,21 +23,22 @@ class AdapterError(ValueError):
     """An adapter directory that cannot be used (missing, incomplete, or for another model)."""
 
 
-def _checked(adapter: str | Path) -> Path:
+def _checked(adapter: str | Path, setting: str = "llm.embedded.adapter") -> Path:
     path = Path(adapter)
     if not (path / "adapter_config.json").is_file():
         raise AdapterError(
-            f"llm.embedded.adapter={adapter}: no adapter_config.json there (expected a PEFT LoRA adapter "
+            f"{setting}={adapter}: no adapter_config.json there (expected a PEFT LoRA adapter "
             "directory, e.g. the 'adapter' folder of a `hoprag distill` run)"
         )
     if not (path / "adapter_model.safetensors").is_file():
-        raise AdapterError(f"llm.embedded.adapter={adapter}: adapter_model.safetensors is missing")
+        raise AdapterError(f"{setting}={adapter}: adapter_model.safetensors is missing")
     return path
 
 
-def adapter_fingerprint(adapter: str | Path) -> str:
-    """A 12-hex-digit hash of the adapter's files (weights, config, student metadata)."""
-    path = _checked(adapter)
+def adapter_fingerprint(adapter: str | Path, setting: str = "llm.embedded.adapter") -> str:
+    """A 12-hex-digit hash of the adapter's files (weights, config, student metadata).
+    ``setting`` names the config field in error messages."""
+    path = _checked(adapter, setting)
     stamp = tuple(
         (name, (path / name).stat().st_size, (path / name).stat().st_mtime_ns)
         for name in ADAPTER_FILES
@@ -57,9 +58,9 @@ def _fingerprint(path: str, stamp: tuple[tuple[str, int, int], ...]) -> str:
     return digest.hexdigest()[:12]
 
 
-def read_student_meta(adapter: str | Path) -> dict[str, Any]:
+def read_student_meta(adapter: str | Path, setting: str = "llm.embedded.adapter") -> dict[str, Any]:
     """The adapter's ``student.json`` ({} for an adapter made elsewhere)."""
-    meta = _checked(adapter) / STUDENT_META
+    meta = _checked(adapter, setting) / STUDENT_META
     if not meta.is_file():
         return {}
     try:
@@ -69,6 +70,25 @@ def read_student_meta(adapter: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise AdapterError(f"{meta} must hold a JSON object")
     return data
+
+
+def lora_rank(adapter: str | Path, setting: str = "llm.embedded.adapter") -> int:
+    """The largest LoRA rank in the adapter's ``adapter_config.json``: ``r``, or a larger per-module
+    rank of its ``rank_pattern`` (what a serving engine's maximum rank must cover)."""
+    config_file = _checked(adapter, setting) / "adapter_config.json"
+    try:
+        config = json.loads(config_file.read_text())
+    except json.JSONDecodeError as exc:
+        raise AdapterError(f"{config_file} is not valid JSON ({exc})") from exc
+    if not isinstance(config, dict):
+        raise AdapterError(f"{config_file} must hold a JSON object")
+    ranks = [config.get("r"), *(config.get("rank_pattern") or {}).values()]
+    ints = [r for r in ranks if isinstance(r, int) and not isinstance(r, bool)]
+    if not ints or any(r < 1 for r in ints):
+        raise AdapterError(
+            f"{config_file}: no LoRA rank 'r' (a positive integer) in it; is it a LoRA adapter?"
+        )
+    return max(ints)
 
 
 def merge_adapter(model: Any, adapter: str | Path) -> Any:

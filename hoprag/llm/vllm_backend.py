@@ -27,20 +27,46 @@ Ray Data contract (Ray 2.60, ``ray.data.llm.build_processor`` with a
   stores the stop sequences and token budget in columns of its own.
 * rows whose inference failed bypass the postprocess function and come out as the whole internal
   row; :func:`openie_finalize_row` folds them back into the same schema as the successful ones.
+
+LoRA adapters (``VLLMConfig.adapter``, e.g. a ``hoprag distill`` student). vLLM serves the adapter
+on top of the base weights (nothing is merged); the adapter's content hash is part of the model id.
+
+* in-process: ``vllm.LLM(..., enable_lora=True, max_lora_rank=...)`` and every ``generate`` /
+  ``chat`` call gets ``lora_request=LoRARequest(name, 1, path)`` (:func:`lora_request_kwargs`).
+* Ray Data (``ray/llm/_internal/batch/`` of Ray 2.60): there is no LoRA field of its own besides
+  ``dynamic_lora_loading_path`` (``processor/vllm_engine_proc.py:66``, a remote s3/gs folder of
+  adapters, not used here); ``engine_kwargs`` go to ``vllm.AsyncEngineArgs`` unchanged
+  (``stages/vllm_engine_stage.py:308``), so ``enable_lora`` / ``max_lora_rank`` travel there
+  (:meth:`VLLMConfig.engine_args`). A request uses a LoRA when its row has a ``model`` column
+  different from ``model_source`` (``stages/vllm_engine_stage.py:357-404``,
+  ``_maybe_get_lora_request``, called per row at :432; the optional input key at :993). The value
+  is the LoRA's name and, without ``dynamic_lora_loading_path``, also its path
+  (``common/utils/lora_utils.py:214-233``: ``download_lora_adapter`` returns it unchanged; a
+  remote ``s3://`` / ``gs://`` value is refused), turned into ``LoRARequest(lora_name=value,
+  lora_int_id=n, lora_path=value)`` once per replica.
+  :func:`build_ray_data_processor` therefore adds ``model = <absolute adapter path>`` to every row
+  (:func:`lora_row_columns`); the path must exist on every GPU node, like a local ``model``.
+* a student is trained on plain-text prompts (no chat template). Rows of its tasks carry
+  ``prompt``; Ray's chat-template stage requires ``messages`` in every row, so a processor that
+  sends student prompts runs without it (:func:`chat_template_stage_enabled`), and any chat prompt
+  of a non-student task in it is flattened with :func:`~hoprag.llm.base.render_chat_as_completion`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hoprag.deps import VLLM_EXTRA_HINT, MissingExtraError, require_vllm
 from hoprag.extraction.prompts import PromptSpec, openie_prompt
+from hoprag.llm.adapters import AdapterError, adapter_fingerprint, lora_rank, read_student_meta
 from hoprag.llm.base import (
     BackendSpec,
     ChatMessage,
@@ -71,8 +97,14 @@ _DEDICATED_ENGINE_KEYS = frozenset(
         "gpu_memory_utilization",
         "max_num_seqs",
         "trust_remote_code",
+        "enable_lora",  # set by `adapter`
+        "max_lora_rank",
     }
 )
+
+ADAPTER_SETTING = "llm.vllm.adapter"
+LORA_ID = 1  # vLLM LoRA ids start at 1; one adapter per engine
+LORA_MODEL_COLUMN = "model"  # Ray's per-row LoRA selector (see module docstring)
 
 # Columns the OpenIE preprocess step adds for its own postprocess step (see module docstring).
 STOP_COLUMN = "hoprag_stop"
@@ -160,7 +192,22 @@ class VLLMConfig(BaseModel):
     engine_kwargs: dict[str, Any] = Field(
         default_factory=dict,
         description="Further vllm engine arguments (e.g. {'enable_prefix_caching': True, 'quantization': "
-        "'awq'}). Keys that have a field of their own above are rejected.",
+        "'awq'}). Keys that have a field of their own (enable_lora: adapter) are rejected.",
+    )
+    adapter: str | None = Field(
+        default=None,
+        description="A LoRA adapter directory of this base model (`hoprag distill` output, or any PEFT "
+        "adapter): vLLM serves it on top of the base weights (enable_lora) and every request goes "
+        "through it. When it holds a student.json, the tasks listed there use the short student "
+        "prompts. Part of the model id, so caches key on its content. On a cluster the path must "
+        "exist on the driver and on every GPU node.",
+    )
+    max_lora_rank: int = Field(
+        default=16,
+        ge=1,
+        description="With an adapter: the largest LoRA rank vLLM reserves memory for; must be at least "
+        "the adapter's r (checked when the engine or processor is built). vLLM accepts 1, 8, 16, 32, "
+        "64, 128, 256, ...",
     )
 
     @field_validator("engine_kwargs")
@@ -183,7 +230,9 @@ class VLLMConfig(BaseModel):
         return self
 
     def engine_args(self) -> dict[str, Any]:
-        """Engine arguments (everything but the model) for ``vllm.LLM`` and Ray's ``engine_kwargs``."""
+        """Engine arguments (everything but the model) for ``vllm.LLM`` and Ray's ``engine_kwargs``;
+        with an adapter also ``enable_lora`` and ``max_lora_rank``."""
+        lora = {"enable_lora": True, "max_lora_rank": self.max_lora_rank} if self.adapter else {}
         return {
             "dtype": self.dtype,
             "tensor_parallel_size": self.tensor_parallel_size,
@@ -191,6 +240,7 @@ class VLLMConfig(BaseModel):
             "gpu_memory_utilization": self.gpu_memory_utilization,
             "max_num_seqs": self.max_num_seqs,
             "trust_remote_code": self.trust_remote_code,
+            **lora,
             **self.engine_kwargs,
         }
 
@@ -199,8 +249,79 @@ class VLLMConfig(BaseModel):
 
 
 def vllm_model_id(config: VLLMConfig) -> str:
-    """``vllm:<model>``; part of every extraction-cache key."""
-    return f"vllm:{config.model}"
+    """``vllm:<model>`` (``+adapter:<content hash>`` with an adapter, as the embedded backend);
+    part of every extraction-cache key."""
+    base = f"vllm:{config.model}"
+    if config.adapter:
+        return f"{base}+adapter:{adapter_fingerprint(config.adapter, ADAPTER_SETTING)}"
+    return base
+
+
+# -- LoRA adapter -------------------------------------------------------------------------------
+
+
+def vllm_student_tasks(config: VLLMConfig) -> frozenset[str]:
+    """The tasks of the adapter's ``student.json`` (empty without an adapter or student.json)."""
+    if not config.adapter:
+        return frozenset()
+    return frozenset(read_student_meta(config.adapter, ADAPTER_SETTING).get("tasks", ()))
+
+
+def _name_key(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def student_base_mismatch(model: str, base_model: object) -> str | None:
+    """A warning when a student's ``base_model`` is clearly not ``model``, else ``None``.
+
+    Names are compared loosely (case and punctuation ignored, ``packaged:`` / hub org / directory
+    prefixes dropped, either name contained in the other), so ``packaged:gemma-3-270m`` matches
+    ``google/gemma-3-270m`` and a local copy such as ``/models/gemma-3-270m``.
+    """
+    if not isinstance(base_model, str) or not base_model.strip():
+        return None
+    base_full, model_full = _name_key(base_model), _name_key(model)
+    base_leaf = _name_key(base_model.split(":", 1)[-1].rstrip("/").rsplit("/", 1)[-1])
+    model_leaf = _name_key(model.rstrip("/").rsplit("/", 1)[-1])
+    if (base_leaf and base_leaf in model_full) or (model_leaf and model_leaf in base_full):
+        return None
+    return (
+        f"{ADAPTER_SETTING}: the adapter was trained for base model {base_model!r} (student.json), "
+        f"but llm.vllm.model is {model!r}; LoRA weights only fit the model they were trained on"
+    )
+
+
+def check_adapter(config: VLLMConfig) -> None:
+    """Validate ``config.adapter`` before an engine is built (no-op without one).
+
+    Raises :class:`~hoprag.llm.adapters.AdapterError` for an incomplete adapter directory or when
+    its LoRA rank exceeds ``max_lora_rank`` (vLLM would fail only once the engine is up); logs a
+    warning when its ``student.json`` names another base model.
+    """
+    if not config.adapter:
+        return
+    rank = lora_rank(config.adapter, ADAPTER_SETTING)
+    if rank > config.max_lora_rank:
+        raise AdapterError(
+            f"llm.vllm.max_lora_rank={config.max_lora_rank} is below the LoRA rank {rank} of "
+            f"{ADAPTER_SETTING}={config.adapter}; set llm.vllm.max_lora_rank to at least {rank}"
+        )
+    warning = student_base_mismatch(
+        config.model, read_student_meta(config.adapter, ADAPTER_SETTING).get("base_model")
+    )
+    if warning:
+        logger.warning(warning)
+
+
+def lora_request_kwargs(config: VLLMConfig) -> dict[str, Any] | None:
+    """Keyword arguments of ``vllm.lora.request.LoRARequest`` for the adapter (``None`` without)."""
+    if not config.adapter:
+        return None
+    return {
+        "lora_name": f"adapter-{adapter_fingerprint(config.adapter, ADAPTER_SETTING)}",
+        "lora_int_id": LORA_ID,
+        "lora_path": str(Path(config.adapter).resolve()),
+    }
 
 
 def to_sampling_params(params: GenerationParams) -> dict[str, Any]:
@@ -304,14 +425,23 @@ class VLLMEngineLLM:
     """
 
     def __init__(self, config: VLLMConfig) -> None:
-        """Load the model onto the visible GPU(s); raises :class:`~hoprag.deps.MissingExtraError`
-        without vLLM."""
+        """Load the model (and its LoRA adapter, if configured) onto the visible GPU(s); raises
+        :class:`~hoprag.llm.adapters.AdapterError` for an unusable adapter and
+        :class:`~hoprag.deps.MissingExtraError` without vLLM."""
+        check_adapter(config)
         require_vllm("The vLLM LLM backend (llm.backend=vllm)")
         import vllm
 
         self.config = config
         self._vllm = vllm
         self._llm = vllm.LLM(model=config.model, **config.engine_args())
+        self.student_tasks: frozenset[str] = vllm_student_tasks(config)
+        self._request_kwargs: dict[str, Any] = {}
+        lora = lora_request_kwargs(config)
+        if lora is not None:
+            from vllm.lora.request import LoRARequest
+
+            self._request_kwargs["lora_request"] = LoRARequest(**lora)
         self._lock = threading.Lock()
 
     # -- LLM protocol -------------------------------------------------------------------------
@@ -361,10 +491,10 @@ class VLLMEngineLLM:
         return [c for c in results if c is not None]
 
     def _generate_texts(self, items: list[Any], sampling: Any) -> list[Any]:
-        return list(self._llm.generate(items, sampling, use_tqdm=False))
+        return list(self._llm.generate(items, sampling, use_tqdm=False, **self._request_kwargs))
 
     def _generate_chats(self, items: list[Any], sampling: Any) -> list[Any]:
-        return list(self._llm.chat(items, sampling, use_tqdm=False))
+        return list(self._llm.chat(items, sampling, use_tqdm=False, **self._request_kwargs))
 
     def _run_group(
         self,
@@ -397,19 +527,30 @@ class VLLMEngineLLM:
         return [completion_from_vllm_output(o, stop) for o in outputs]
 
     def __repr__(self) -> str:
-        return f"VLLMEngineLLM(model={self.config.model!r}, style={self.config.prompt_style!r})"
+        adapter = f", adapter={self.config.adapter!r}" if self.config.adapter else ""
+        return f"VLLMEngineLLM(model={self.config.model!r}, style={self.config.prompt_style!r}{adapter})"
 
 
 # -- Ray Data batch path ------------------------------------------------------------------------
 
 
-def ray_processor_config_kwargs(config: VLLMConfig) -> dict[str, Any]:
-    """Keyword arguments of ``ray.data.llm.vLLMEngineProcessorConfig`` for ``config`` (pure).
+def chat_template_stage_enabled(config: VLLMConfig, tasks: Iterable[str] = ()) -> bool:
+    """Whether a processor for prompts of ``tasks`` runs Ray's chat-template stage: only in chat
+    style, and not when any of them is a student task of the adapter (its prompts are plain text,
+    and the stage needs ``messages`` in every row)."""
+    return config.prompt_style == "chat" and not (vllm_student_tasks(config) & set(tasks))
 
-    The chat-template stage runs only for chat prompts (it requires a ``messages`` column). The
-    detokenize stage is off: vLLM already returns text, and re-decoding the generated tokens would
-    put the stop sequence that vLLM cut off back into ``generated_text``.
+
+def ray_processor_config_kwargs(config: VLLMConfig, *, chat_template: bool = True) -> dict[str, Any]:
+    """Keyword arguments of ``ray.data.llm.vLLMEngineProcessorConfig`` for ``config``.
+
+    The chat-template stage runs only for chat prompts (it requires a ``messages`` column), and not
+    at all with ``chat_template=False`` (see :func:`chat_template_stage_enabled`). The detokenize
+    stage is off: vLLM already returns text, and re-decoding the generated tokens would put the
+    stop sequence that vLLM cut off back into ``generated_text``. With an adapter,
+    :func:`check_adapter` runs first and ``engine_kwargs`` enable LoRA.
     """
+    check_adapter(config)
     kwargs: dict[str, Any] = {
         "model_source": config.model,
         # A fresh dict: Ray's validator writes 'task_type' into the engine_kwargs it is given.
@@ -418,7 +559,7 @@ def ray_processor_config_kwargs(config: VLLMConfig) -> dict[str, Any]:
         "concurrency": config.concurrency,
         "accelerator_type": config.accelerator_type,
         "should_continue_on_error": config.continue_on_error,
-        "chat_template_stage": config.prompt_style == "chat",
+        "chat_template_stage": config.prompt_style == "chat" and chat_template,
         "tokenize_stage": True,
         "detokenize_stage": False,
     }
@@ -431,12 +572,35 @@ def ray_processor_config_kwargs(config: VLLMConfig) -> dict[str, Any]:
     return kwargs
 
 
+def lora_row_columns(config: VLLMConfig) -> dict[str, str]:
+    """The columns that make Ray's engine stage serve a row with the adapter: ``{"model": <absolute
+    adapter path>}``, or ``{}`` without an adapter (see the module docstring)."""
+    if not config.adapter:
+        return {}
+    return {LORA_MODEL_COLUMN: str(Path(config.adapter).resolve())}
+
+
+def with_lora_columns(
+    config: VLLMConfig, preprocess: Callable[[dict[str, Any]], dict[str, Any]]
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``preprocess`` whose output also selects the adapter (``preprocess`` itself without one)."""
+    columns = lora_row_columns(config)
+    if not columns:
+        return preprocess
+
+    def preprocess_with_lora(row: dict[str, Any]) -> dict[str, Any]:
+        return {**preprocess(row), **columns}
+
+    return preprocess_with_lora
+
+
 def build_ray_data_processor(
     config: VLLMConfig,
     preprocess: Callable[[dict[str, Any]], dict[str, Any]],
     postprocess: Callable[[dict[str, Any]], dict[str, Any]],
     *,
     require_local_vllm: bool = True,
+    chat_template: bool = True,
 ) -> Processor:
     """A ``ray.data.llm`` processor: ``processor(dataset)`` returns the generated dataset (lazily).
 
@@ -445,6 +609,10 @@ def build_ray_data_processor(
     ``postprocess`` maps the processor's output row (see the module docstring) to the final row;
     with ``config.continue_on_error`` failed rows skip it (use :func:`openie_finalize_row` or
     similar afterwards). Building calls ``ray.init`` if needed and downloads the tokenizer.
+
+    ``chat_template=False`` runs no chat-template stage even in chat style (``preprocess`` then
+    gives ``prompt`` only, e.g. a student's prompts). With ``config.adapter`` every row is served
+    with the LoRA adapter (:func:`with_lora_columns`).
 
     ``require_local_vllm=False`` skips the check that vLLM is installed in *this* process, for a
     driver on a CPU head node whose GPU workers have it.
@@ -458,16 +626,22 @@ def build_ray_data_processor(
             f"The Ray Data vLLM processor needs ray.data.llm and vLLM: {VLLM_EXTRA_HINT}; "
             f"importing ray.data.llm failed: {e}"
         ) from e
-    processor_config = vLLMEngineProcessorConfig(**ray_processor_config_kwargs(config))
-    return build_processor(processor_config, preprocess=preprocess, postprocess=postprocess)
+    processor_config = vLLMEngineProcessorConfig(
+        **ray_processor_config_kwargs(config, chat_template=chat_template)
+    )
+    return build_processor(
+        processor_config, preprocess=with_lora_columns(config, preprocess), postprocess=postprocess
+    )
 
 
-def processor_input_columns(spec: PromptSpec) -> dict[str, Any]:
+def processor_input_columns(spec: PromptSpec, *, chat_template: bool = True) -> dict[str, Any]:
     """The ``ray.data.llm`` processor input columns for one prompt.
 
     Returns ``messages`` (chat) or ``prompt`` (completion), the ``sampling_params`` dict, and the
     stop sequences / token budget for :func:`openie_postprocess_row` (the engine stage drops
-    ``sampling_params``). Ray Data keeps the row's other columns, so they are not repeated.
+    ``sampling_params``). Ray Data keeps the row's other columns, so they are not repeated. With
+    ``chat_template=False`` (a processor without the chat-template stage) a chat prompt is
+    flattened into ``prompt`` by :func:`~hoprag.llm.base.render_chat_as_completion`.
     """
     sampling = to_sampling_params(spec.params)
     if not sampling["stop"]:
@@ -481,17 +655,22 @@ def processor_input_columns(spec: PromptSpec) -> dict[str, Any]:
     }
     if isinstance(spec.prompt, str):
         out["prompt"] = spec.prompt
+    elif not chat_template:
+        out["prompt"] = render_chat_as_completion(spec.prompt)
     else:
         out["messages"] = [{"role": m["role"], "content": m["content"]} for m in spec.prompt]
     return out
 
 
 def openie_preprocess_row(
-    row: Mapping[str, Any], style: PromptStyle, max_new_tokens: int = 192
+    row: Mapping[str, Any], style: PromptStyle, max_new_tokens: int = 192, *, student: bool = False
 ) -> dict[str, Any]:
     """The processor input columns for one ``{doc_id, title, text}`` row (the passage is ``text``,
-    the same string the caller later hands to the parser, which grounds triples in it)."""
-    return processor_input_columns(openie_prompt(str(row["text"]), style, max_new_tokens=max_new_tokens))
+    the same string the caller later hands to the parser, which grounds triples in it).
+    ``student``: the short student prompt (plain text in either style), for an adapter trained on
+    ``openie``."""
+    spec = openie_prompt(str(row["text"]), style, max_new_tokens=max_new_tokens, student=student)
+    return processor_input_columns(spec)
 
 
 def _stop_sequences(row: Mapping[str, Any]) -> list[str]:
@@ -558,15 +737,22 @@ def build_openie_processor(
     Returns a function from the documents dataset to a lazy dataset of
     :data:`OPENIE_OUTPUT_COLUMNS` rows (one per document, in no particular order); parse
     ``raw_output`` with :func:`hoprag.extraction.parsing.parse_openie_output` using the output
-    format of ``openie_prompt(..., config.prompt_style)``.
+    format of ``openie_prompt(..., config.prompt_style, student=...)``, ``student`` being whether
+    ``"openie"`` is in :func:`vllm_student_tasks` (an adapter trained on it gets its student
+    prompt, without the chat-template stage).
     """
     style = config.prompt_style
+    student = "openie" in vllm_student_tasks(config)
 
     def preprocess(row: dict[str, Any]) -> dict[str, Any]:
-        return openie_preprocess_row(row, style, max_new_tokens)
+        return openie_preprocess_row(row, style, max_new_tokens, student=student)
 
     processor = build_ray_data_processor(
-        config, preprocess, openie_postprocess_row, require_local_vllm=require_local_vllm
+        config,
+        preprocess,
+        openie_postprocess_row,
+        require_local_vllm=require_local_vllm,
+        chat_template=chat_template_stage_enabled(config, ["openie"]),
     )
 
     def run(documents: ray.data.Dataset) -> ray.data.Dataset:

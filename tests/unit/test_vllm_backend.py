@@ -9,6 +9,7 @@ import sys
 import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +18,16 @@ from pydantic import ValidationError
 from hoprag.deps import MissingExtraError, is_cuda_available, is_vllm_available, require_vllm
 from hoprag.extraction.prompts import openie_prompt
 from hoprag.llm import vllm_backend
-from hoprag.llm.base import LLM, ChatMessage, GenerationParams, PromptStyle, render_chat_as_completion
+from hoprag.llm.adapters import AdapterError, adapter_fingerprint, lora_rank
+from hoprag.llm.base import (
+    LLM,
+    ChatMessage,
+    GenerationParams,
+    PromptStyle,
+    render_chat_as_completion,
+    uses_student_prompt,
+)
+from hoprag.llm.factory import LazyLLM, LLMBackendConfig, expected_model_id
 from hoprag.llm.vllm_backend import (
     ERROR_COLUMN,
     MAX_TOKENS_COLUMN,
@@ -27,12 +37,21 @@ from hoprag.llm.vllm_backend import (
     VLLMEngineLLM,
     build_openie_processor,
     build_ray_data_processor,
+    chat_template_stage_enabled,
+    check_adapter,
     completion_from_vllm_output,
+    lora_request_kwargs,
+    lora_row_columns,
     openie_finalize_row,
     openie_postprocess_row,
     openie_preprocess_row,
+    processor_input_columns,
     ray_processor_config_kwargs,
+    student_base_mismatch,
     to_sampling_params,
+    vllm_model_id,
+    vllm_student_tasks,
+    with_lora_columns,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -215,6 +234,7 @@ class FakeEngine:
         self.calls: list[tuple[str, int]] = []
         self.seen: list[Any] = []
         self.fail_with: Exception | None = None
+        self.lora_requests: list[Any] = []
 
     def _check(self, kind: str, n: int, texts: Sequence[str]) -> None:
         self.calls.append((kind, n))
@@ -223,14 +243,20 @@ class FakeEngine:
         if any("TOO LONG" in t for t in texts):
             raise ValueError("The decoder prompt (length 9999) is longer than the maximum model length")
 
-    def generate(self, prompts: list[str], sampling: Any, use_tqdm: bool = True) -> list[FakeOutput]:
+    def generate(
+        self, prompts: list[str], sampling: Any, use_tqdm: bool = True, lora_request: Any = None
+    ) -> list[FakeOutput]:
         assert isinstance(prompts, list) and not use_tqdm
+        self.lora_requests.append(lora_request)
         self._check("generate", len(prompts), prompts)
         self.seen.extend(prompts)
         return [fake_output(f"gen:{p}\n\nPassage:", gen_len=sampling.kwargs["max_tokens"]) for p in prompts]
 
-    def chat(self, convs: list[list[ChatMessage]], sampling: Any, use_tqdm: bool = True) -> list[FakeOutput]:
+    def chat(
+        self, convs: list[list[ChatMessage]], sampling: Any, use_tqdm: bool = True, lora_request: Any = None
+    ) -> list[FakeOutput]:
         assert not use_tqdm
+        self.lora_requests.append(lora_request)
         self._check("chat", len(convs), [c[-1]["content"] for c in convs])
         return [fake_output(f"chat:{c[-1]['content']}", reason="length") for c in convs]
 
@@ -240,12 +266,26 @@ class FakeSamplingParams:
         self.kwargs = kwargs
 
 
+@dataclass(frozen=True)
+class FakeLoRARequest:
+    lora_name: str
+    lora_int_id: int
+    lora_path: str
+
+
 @pytest.fixture
 def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
     mod = types.ModuleType("vllm")
     mod.LLM = FakeEngine  # type: ignore[attr-defined]
     mod.SamplingParams = FakeSamplingParams  # type: ignore[attr-defined]
+    lora = types.ModuleType("vllm.lora")
+    request = types.ModuleType("vllm.lora.request")
+    request.LoRARequest = FakeLoRARequest  # type: ignore[attr-defined]
+    lora.request = request  # type: ignore[attr-defined]
+    mod.lora = lora  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "vllm", mod)
+    monkeypatch.setitem(sys.modules, "vllm.lora", lora)
+    monkeypatch.setitem(sys.modules, "vllm.lora.request", request)
     monkeypatch.setattr(vllm_backend, "require_vllm", lambda feature: None)
     return mod
 
@@ -405,6 +445,270 @@ def test_ray_processor_config_kwargs_match_installed_ray(style: PromptStyle) -> 
 
 
 # ---------------------------------------------------------------------------------------------
+# LoRA adapters (a `hoprag distill` student served by vLLM)
+# ---------------------------------------------------------------------------------------------
+
+
+def _adapter(
+    root: Path,
+    r: int = 8,
+    tasks: list[str] | None = None,
+    base_model: str | None = None,
+    weights: bytes = b"w1",
+    **peft: Any,
+) -> Path:
+    """A tiny PEFT-shaped adapter directory (hand-written config, placeholder weights)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": r, **peft}))
+    (root / "adapter_model.safetensors").write_bytes(weights)
+    if tasks is not None or base_model is not None:
+        meta: dict[str, Any] = {"tasks": tasks or []}
+        if base_model is not None:
+            meta["base_model"] = base_model
+        (root / "student.json").write_text(json.dumps(meta))
+    return root
+
+
+def test_adapter_enables_lora_in_the_engine_args(tmp_path: Path) -> None:
+    adapter = _adapter(tmp_path / "a")
+    plain = VLLMConfig(model="m")
+    assert "enable_lora" not in plain.engine_args() and "max_lora_rank" not in plain.engine_args()
+    assert plain.adapter is None and plain.max_lora_rank == 16
+    args = VLLMConfig(model="m", adapter=str(adapter), max_lora_rank=32).engine_args()
+    assert args["enable_lora"] is True and args["max_lora_rank"] == 32
+    assert {k: v for k, v in args.items() if k not in {"enable_lora", "max_lora_rank"}} == plain.engine_args()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"max_lora_rank": 0}, {"engine_kwargs": {"max_lora_rank": 8}}, {"engine_kwargs": {"enable_lora": True}}],
+)
+def test_config_rejects_lora_settings_outside_their_fields(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        VLLMConfig(**{"model": "m", **bad})
+
+
+def test_adapter_rank_above_max_lora_rank_is_a_clear_error(tmp_path: Path) -> None:
+    adapter = _adapter(tmp_path / "r32", r=32)
+    config = VLLMConfig(model="m", adapter=str(adapter))  # validating the config reads no files
+    with pytest.raises(AdapterError, match=r"llm\.vllm\.max_lora_rank=16 is below the LoRA rank 32") as info:
+        check_adapter(config)
+    assert "at least 32" in str(info.value)
+    with pytest.raises(AdapterError, match="max_lora_rank"):
+        ray_processor_config_kwargs(config)  # building the Ray processor checks it too
+    with pytest.raises(AdapterError, match="max_lora_rank"):
+        VLLMEngineLLM(config)  # before any vLLM import or GPU work
+    check_adapter(VLLMConfig(model="m", adapter=str(adapter), max_lora_rank=32))
+    check_adapter(VLLMConfig(model="m"))  # no adapter: nothing to check
+
+
+def test_lora_rank_covers_per_module_ranks(tmp_path: Path) -> None:
+    assert lora_rank(_adapter(tmp_path / "plain", r=4)) == 4
+    patterned = _adapter(tmp_path / "pattern", r=8, rank_pattern={"q_proj": 64})
+    assert lora_rank(patterned) == 64
+    with pytest.raises(AdapterError, match="max_lora_rank=16 is below the LoRA rank 64"):
+        check_adapter(VLLMConfig(model="m", adapter=str(patterned)))
+    no_rank = tmp_path / "no-rank"
+    _adapter(no_rank)
+    (no_rank / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA"}))
+    with pytest.raises(AdapterError, match="no LoRA rank"):
+        lora_rank(no_rank)
+
+
+def test_unusable_adapter_names_the_vllm_setting(tmp_path: Path) -> None:
+    with pytest.raises(AdapterError, match=r"llm\.vllm\.adapter=.*no adapter_config\.json"):
+        check_adapter(VLLMConfig(model="m", adapter=str(tmp_path / "missing")))
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    (partial / "adapter_config.json").write_text(json.dumps({"r": 4}))
+    with pytest.raises(AdapterError, match=r"llm\.vllm\.adapter=.*adapter_model\.safetensors is missing"):
+        vllm_model_id(VLLMConfig(model="m", adapter=str(partial)))
+
+
+def test_the_adapter_is_part_of_the_model_id_by_content(tmp_path: Path) -> None:
+    adapter = _adapter(tmp_path / "a")
+    config = VLLMConfig(model="org/m", adapter=str(adapter))
+    with_adapter = vllm_model_id(config)
+    assert with_adapter == f"vllm:org/m+adapter:{adapter_fingerprint(adapter)}"
+    assert vllm_model_id(VLLMConfig(model="org/m")) == "vllm:org/m"
+    llm_config = LLMBackendConfig.model_validate(
+        {"backend": "vllm", "vllm": {"model": "org/m", "adapter": str(adapter)}}
+    )
+    assert expected_model_id(llm_config) == with_adapter
+    (adapter / "adapter_model.safetensors").write_bytes(b"w2-retrained")  # new weights, new cache keys
+    assert vllm_model_id(config) != with_adapter
+
+
+def test_student_tasks_are_known_without_loading_the_model(tmp_path: Path) -> None:
+    student = _adapter(tmp_path / "student", tasks=["openie", "ner", "answer"])
+    config = VLLMConfig(model="m", adapter=str(student))
+    assert vllm_student_tasks(config) == {"openie", "ner", "answer"}
+    assert vllm_student_tasks(VLLMConfig(model="m")) == frozenset()
+    assert vllm_student_tasks(VLLMConfig(model="m", adapter=str(_adapter(tmp_path / "peft")))) == frozenset()
+    lazy = LazyLLM(LLMBackendConfig.model_validate({"backend": "vllm", "vllm": config.model_dump()}))
+    assert lazy.student_tasks == {"openie", "ner", "answer"} and not lazy.loaded
+    assert uses_student_prompt(lazy, "openie")
+
+
+@pytest.mark.parametrize(
+    ("model", "base_model", "warns"),
+    [
+        ("google/gemma-3-270m", "packaged:gemma-3-270m", False),
+        ("/models/gemma-3-270m/", "packaged:gemma-3-270m", False),
+        ("/cache/hub/models--google--gemma-3-270m/snapshots/0123abcd", "packaged:gemma-3-270m", False),
+        ("/ckpt/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct", False),
+        ("Qwen/Qwen3-8B", "packaged:gemma-3-270m", True),
+        ("google/gemma-3-4b-it", "packaged:gemma-3-270m", True),
+        ("Qwen/Qwen3-8B", None, False),  # an adapter made elsewhere says nothing
+    ],
+)
+def test_student_base_mismatch(model: str, base_model: str | None, warns: bool) -> None:
+    warning = student_base_mismatch(model, base_model)
+    assert (warning is not None) is warns
+    if warning:
+        assert repr(base_model) in warning and repr(model) in warning
+
+
+def test_check_adapter_warns_about_another_base_model_but_does_not_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warnings: list[str] = []
+    monkeypatch.setattr(
+        vllm_backend.logger, "warning", lambda msg, *a: warnings.append(msg % a if a else msg)
+    )
+    student = _adapter(tmp_path / "s", tasks=["openie"], base_model="packaged:gemma-3-270m")
+    check_adapter(VLLMConfig(model="google/gemma-3-270m", adapter=str(student)))
+    assert warnings == []
+    check_adapter(VLLMConfig(model="Qwen/Qwen3-8B", adapter=str(student)))
+    assert len(warnings) == 1 and "packaged:gemma-3-270m" in warnings[0]
+
+
+def test_lora_request_kwargs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    adapter = _adapter(tmp_path / "a")
+    monkeypatch.chdir(tmp_path)
+    kwargs = lora_request_kwargs(VLLMConfig(model="m", adapter="a"))  # relative: resolved now
+    assert kwargs == {
+        "lora_name": f"adapter-{adapter_fingerprint(adapter)}",
+        "lora_int_id": 1,
+        "lora_path": str(adapter.resolve()),
+    }
+    assert lora_request_kwargs(VLLMConfig(model="m")) is None
+
+
+def test_engine_llm_serves_every_request_through_the_adapter(
+    fake_vllm: types.ModuleType, tmp_path: Path
+) -> None:
+    student = _adapter(tmp_path / "s", r=8, tasks=["openie", "ner"])
+    cfg = VLLMConfig(model="org/m", adapter=str(student), max_lora_rank=8)
+    llm = VLLMEngineLLM(cfg)
+    assert llm._llm.kwargs == {"model": "org/m", **cfg.engine_args()}
+    assert llm._llm.kwargs["enable_lora"] is True and llm._llm.kwargs["max_lora_rank"] == 8
+    assert llm.model_id == f"vllm:org/m+adapter:{adapter_fingerprint(student)}"
+    assert llm.student_tasks == {"openie", "ner"} and uses_student_prompt(llm, "ner")
+    out = llm.generate(["a", [{"role": "user", "content": "hi"}]], GenerationParams(stop=("\n\n",)))
+    assert [c.text for c in out] == ["gen:a", "chat:hi"]
+    expected = FakeLoRARequest(**lora_request_kwargs(cfg))  # type: ignore[arg-type]
+    assert llm._llm.lora_requests == [expected, expected]  # generate and chat
+    assert "adapter=" in repr(llm)
+
+
+def test_engine_llm_without_adapter_sends_no_lora_request(fake_vllm: types.ModuleType) -> None:
+    llm = VLLMEngineLLM(VLLMConfig(model="m"))
+    llm.generate(["a"], GenerationParams())
+    assert llm._llm.lora_requests == [None] and llm.student_tasks == frozenset()
+    assert "enable_lora" not in llm._llm.kwargs
+
+
+def test_ray_rows_select_the_adapter_by_model_column(tmp_path: Path) -> None:
+    adapter = _adapter(tmp_path / "a")
+    config = VLLMConfig(model="org/m", adapter=str(adapter))
+    assert lora_row_columns(config) == {"model": str(adapter.resolve())}
+    assert lora_row_columns(VLLMConfig(model="org/m")) == {}
+
+    def pre(row: dict[str, Any]) -> dict[str, Any]:
+        return openie_preprocess_row(row, "completion")
+
+    assert with_lora_columns(VLLMConfig(model="org/m"), pre) is pre
+    row = with_lora_columns(config, pre)(dict(DOC))
+    assert row["model"] == str(adapter.resolve()) != config.model  # != model_source: a LoRA request
+    assert row["prompt"] == pre(dict(DOC))["prompt"]
+
+
+def test_rows_with_the_adapter_through_rays_own_wrapper(tmp_path: Path) -> None:
+    from ray.llm._internal.batch.stages.base import wrap_preprocess
+
+    adapter = _adapter(tmp_path / "a", tasks=["openie"])
+    config = VLLMConfig(model="org/m", adapter=str(adapter))
+    pre = with_lora_columns(config, lambda r: openie_preprocess_row(r, "chat", student=True))
+    row = wrap_preprocess(pre, "__data")(dict(DOC))["__data"]
+    assert row["model"] == str(adapter.resolve()) and row["doc_id"] == "d1"
+    assert row["prompt"] == openie_prompt(PASSAGE, "chat", student=True).prompt and "messages" not in row
+
+
+@pytest.mark.parametrize("style", ["chat", "completion"])
+def test_ray_processor_config_kwargs_with_adapter_match_installed_ray(
+    style: PromptStyle, tmp_path: Path
+) -> None:
+    from ray.data.llm import vLLMEngineProcessorConfig
+
+    adapter = _adapter(tmp_path / "a", r=16, tasks=["openie"])
+    cfg = VLLMConfig(model="org/m", prompt_style=style, adapter=str(adapter))
+    pc = vLLMEngineProcessorConfig(**ray_processor_config_kwargs(cfg))
+    assert pc.engine_kwargs["enable_lora"] is True and pc.engine_kwargs["max_lora_rank"] == 16
+    assert pc.dynamic_lora_loading_path is None  # the row's `model` is the adapter's local path
+    assert pc.chat_template_stage is (style == "chat")
+    plain = vLLMEngineProcessorConfig(**ray_processor_config_kwargs(cfg, chat_template=False))
+    assert plain.chat_template_stage is False
+
+
+def test_chat_template_stage_is_off_for_student_prompts(tmp_path: Path) -> None:
+    student = str(_adapter(tmp_path / "s", tasks=["openie"]))
+    chat = VLLMConfig(model="m", prompt_style="chat", adapter=student)
+    assert not chat_template_stage_enabled(chat, ["openie"])
+    assert not chat_template_stage_enabled(chat, ["openie", "ner"])  # one stage for both tasks
+    assert chat_template_stage_enabled(chat, ["ner"])
+    assert chat_template_stage_enabled(VLLMConfig(model="m"), ["openie"])
+    assert not chat_template_stage_enabled(VLLMConfig(model="m", prompt_style="completion"), ["ner"])
+
+
+def test_preprocess_row_uses_the_student_prompt() -> None:
+    for style in ("chat", "completion"):
+        row = openie_preprocess_row(DOC, style, max_new_tokens=64, student=True)  # type: ignore[arg-type]
+        spec = openie_prompt(PASSAGE, style, max_new_tokens=64, student=True)  # type: ignore[arg-type]
+        assert row["prompt"] == spec.prompt and "messages" not in row
+        assert row["prompt"].count("Passage:") == 1  # no few-shot examples
+        assert row["sampling_params"] == to_sampling_params(spec.params)
+        assert json.loads(row[STOP_COLUMN]) == list(spec.params.stop)
+        json.dumps(row)
+    assert openie_preprocess_row(DOC, "completion")["prompt"].count("Passage:") > 1  # few-shot
+
+
+def test_chat_prompts_are_flattened_without_the_chat_template_stage() -> None:
+    spec = openie_prompt(PASSAGE, "chat")
+    cols = processor_input_columns(spec, chat_template=False)
+    assert cols["prompt"] == render_chat_as_completion(spec.prompt) and "messages" not in cols  # type: ignore[arg-type]
+    assert processor_input_columns(spec)["messages"][-1]["content"] == f"Passage: {PASSAGE}"
+
+
+def test_openie_processor_sends_the_student_prompt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+
+    def fake_build(config: VLLMConfig, preprocess: Any, postprocess: Any, **kwargs: Any) -> Any:
+        seen.update(preprocess=preprocess, **kwargs)
+        return lambda ds: ds
+
+    monkeypatch.setattr(vllm_backend, "build_ray_data_processor", fake_build)
+    student = str(_adapter(tmp_path / "s", tasks=["openie"]))
+    build_openie_processor(VLLMConfig(model="m", adapter=student), max_new_tokens=40)
+    assert seen["chat_template"] is False
+    assert seen["preprocess"](dict(DOC))["prompt"] == openie_prompt(PASSAGE, "chat", 40, student=True).prompt
+    ner_only = str(_adapter(tmp_path / "n", tasks=["ner"]))
+    build_openie_processor(VLLMConfig(model="m", adapter=ner_only), max_new_tokens=40)
+    assert seen["chat_template"] is True
+    assert seen["preprocess"](dict(DOC))["messages"] == openie_prompt(PASSAGE, "chat", 40).prompt
+
+
+# ---------------------------------------------------------------------------------------------
 # Real generation (GPU + vLLM + HOPRAG_TEST_VLLM_MODEL)
 # ---------------------------------------------------------------------------------------------
 
@@ -470,3 +774,29 @@ def test_ray_data_openie_processor_really_generates() -> None:
         assert set(r) == set(OPENIE_OUTPUT_COLUMNS)
         assert r["error"] is None, r
         assert r["prompt_tokens"] > 0 and r["completion_tokens"] > 0
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.gpu
+@pytest.mark.vllm
+@needs_vllm_and_gpu
+def test_vllm_engine_really_serves_a_lora_adapter(tmp_path: Path) -> None:
+    """A freshly initialised LoRA (B = 0, so the base model's outputs) served through vLLM."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    model = _test_model()
+    base = AutoModelForCausalLM.from_pretrained(model)
+    peft_model = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear"))
+    adapter = tmp_path / "adapter"
+    peft_model.save_pretrained(str(adapter))
+    (adapter / "student.json").write_text(json.dumps({"base_model": model, "tasks": ["openie"]}))
+    del peft_model, base
+    cfg = VLLMConfig(
+        model=model, max_model_len=2048, gpu_memory_utilization=0.4, max_num_seqs=16, adapter=str(adapter)
+    )
+    llm = VLLMEngineLLM(cfg)
+    assert llm.student_tasks == {"openie"} and "+adapter:" in llm.model_id
+    spec = openie_prompt(PASSAGE, "completion", max_new_tokens=32, student=True)
+    (out,) = llm.generate([spec.prompt], spec.params)
+    assert out.ok and out.completion_tokens > 0, out

@@ -90,3 +90,42 @@ def test_failed_rows_become_llm_errors_and_are_retried_later():
     assert failed["error"].startswith("vllm_error")
     rec = fold_result(failed, assembler, "completion", "vllm:m")
     assert rec is not None and rec.status == "llm_error"
+
+
+def test_a_student_adapter_gets_student_prompts_and_folds_like_the_actor_path():
+    """Chat style with a student of both tasks: plain student prompts (no chat-template stage),
+    parsed with the student prompts' output format, same records as the few-shot path."""
+    cfg = ExtractionConfig(max_chunk_chars=400)
+    llm = RuleBasedLLM()
+    students = frozenset({TASK_OPENIE, TASK_NER})
+    pending = [(TASK_OPENIE, k, t) for k, t in DOCS] + [(TASK_NER, "q1", "Who directed The Ember Road?")]
+    rows, assembler = passage_rows(pending, cfg, "vllm:m+adapter:abc")
+    pre = make_preprocess("chat", cfg.max_new_tokens, students, chat_template=False)
+    finished = {r.doc_key: r for r in assembler.ready()}
+    for row in rows:
+        cols = pre(dict(row))
+        assert (
+            "messages" not in cols
+            and cols["prompt"].count("Passage:" if row["task"] == TASK_OPENIE else "Question:") == 1
+        )  # the short student prompt, no examples
+        (c,) = llm.generate([cols["prompt"]], GenerationParams(stop=tuple(json.loads(cols[STOP_COLUMN]))))
+        out = postprocess({**row, **cols, "generated_text": c.text, "num_generated_tokens": 5})
+        rec = fold_result(out, assembler, "chat", "vllm:m+adapter:abc", students)
+        if rec is not None:
+            finished[rec.doc_key] = rec
+    assert set(finished) == {"d1", "d2", "d3", "q1"}
+    assert finished["q1"].entities == ["The Ember Road"]
+    reference = {
+        r.doc_key: r for r in extract_documents(llm, [k for k, _ in DOCS], [t for _, t in DOCS], cfg)
+    }
+    for key in ("d1", "d3"):
+        assert finished[key].status == "ok"
+        assert sorted(finished[key].triples) == sorted(reference[key].triples)
+
+
+def test_a_partial_student_flattens_the_other_tasks_chat_prompts():
+    pre = make_preprocess("chat", 128, frozenset({TASK_OPENIE}), chat_template=False)
+    openie = pre({"task": TASK_OPENIE, "text": "Mira Castell was born in Dornwick."})
+    ner = pre({"task": TASK_NER, "text": "Who directed The Ember Road?"})
+    assert openie["prompt"].count("Passage:") == 1
+    assert "messages" not in ner and ner["prompt"].endswith("Assistant:")  # few-shot chat, flattened
