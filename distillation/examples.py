@@ -11,15 +11,29 @@ to produce exactly what :func:`hoprag.extraction.parsing.parse_openie_output` an
 from __future__ import annotations
 
 import hashlib
+import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from distillation.config import AnswerTaskSettings
 from hoprag.extraction.prompts import ner_prompt, openie_prompt
+from hoprag.planner.prompts import UNKNOWN, answer_prompt
 from hoprag.text import content_hash
 from indexing.config import ExtractionConfig
 from indexing.extract import TASK_NER, TASK_OPENIE, ExtractionRecord, split_passages
 
-TASKS = (TASK_OPENIE, TASK_NER)
+TASK_ANSWER = "answer"
+TASKS = (TASK_OPENIE, TASK_NER, TASK_ANSWER)
+Triple = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class ContextDocument:
+    """A document as the answer prompt shows it: title, text, and the teacher's triples of it."""
+
+    title: str
+    text: str
+    triples: tuple[Triple, ...]
 
 
 @dataclass(frozen=True)
@@ -59,6 +73,43 @@ def ner_example(key: str, question: str, record: ExtractionRecord) -> StudentExa
         return None
     prompt = ner_prompt(question, "completion", student=True).prompt
     return StudentExample(TASK_NER, key, prompt, " " + "; ".join(record.entities) + "\n")
+
+
+def answer_example(
+    key: str,
+    question: str,
+    answer: str,
+    supporting: Sequence[ContextDocument],
+    distractors: Sequence[ContextDocument],
+    settings: AnswerTaskSettings,
+) -> StudentExample:
+    """The answer prompt of retrieve mode for one question, continued by its gold answer.
+
+    Context as retrieve mode assembles it: up to ``context_documents`` texts (cut to
+    ``max_document_chars``, ``"title: text"``) and up to ``max_facts`` ``"head | relation | tail"``
+    facts. Every supporting document's triples are in the facts (the reasoning chain) with the
+    distractors' triples filling the rest; the documents shown are a random mix of supporting and
+    distractor documents, so the student learns to read both and to ignore what does not matter.
+    With probability ``unknown_fraction`` the question gets only distractors and the target
+    ``unknown``. The choices are seeded by ``key``: the same question gets the same example."""
+    rng = random.Random(int(hashlib.sha256(key.encode()).hexdigest()[:16], 16))
+    unanswerable = rng.random() < settings.unknown_fraction and bool(distractors)
+    shown_supporting = [] if unanswerable else list(supporting)
+    facts = list(dict.fromkeys(t for d in shown_supporting for t in d.triples))
+    noise = [t for t in dict.fromkeys(t for d in distractors for t in d.triples) if t not in facts]
+    rng.shuffle(noise)
+    facts = (facts + noise)[: settings.max_facts]
+    rng.shuffle(facts)
+    k = settings.context_documents
+    picked: list[ContextDocument] = []
+    if shown_supporting:
+        picked = rng.sample(shown_supporting, rng.randint(1, min(k, len(shown_supporting))))
+    picked += rng.sample(list(distractors), min(k - len(picked), len(distractors)))
+    rng.shuffle(picked)
+    texts = [f"{d.title}: {d.text[: settings.max_document_chars]}" for d in picked]
+    prompt = answer_prompt(question, [" | ".join(t) for t in facts], "completion", texts, student=True)
+    target = UNKNOWN if unanswerable else answer
+    return StudentExample(TASK_ANSWER, key, str(prompt.prompt), f" {target}\n")
 
 
 def split_held_out(

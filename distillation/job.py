@@ -33,8 +33,9 @@ def run_distillation(corpus: Path, out: Path, config: DistillConfig) -> dict[str
     out.mkdir(parents=True, exist_ok=True)
     (out / "distill_config.yaml").write_text(dump_config(config))
     source = read_corpus(corpus)
-    documents = [d.text for d in source.documents][: config.max_documents]
-    questions = [q["question"] for split in sorted(source.questions) for q in source.questions[split]]
+    documents = source.documents[: config.max_documents]
+    # Training questions only: a corpus's test split stays unseen by the student.
+    questions = [q for split in sorted(source.questions) if split != "test" for q in source.questions[split]]
     questions = questions[: config.max_questions]
     init_ray(config.ray)
     from distillation.teacher import teacher_examples
@@ -68,11 +69,21 @@ def run_distillation(corpus: Path, out: Path, config: DistillConfig) -> dict[str
         "steps": int((result.metrics or {}).get("step", config.optim.max_steps)),
         "metrics": held,
         "student_prompt_chars": tokens,
+        "config": config.model_dump(mode="json"),
+        "corpus": corpus_provenance(Path(corpus)),
     }
     (out / "adapter" / "student.json").write_text(json.dumps(student, indent=1))
     summary = {"teacher": teacher.to_dict(), "student": student, "adapter": str(out / "adapter")}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+def corpus_provenance(corpus: Path) -> dict[str, Any]:
+    """What the student was trained on: the corpus's name and, for a generated corpus, the generator
+    config that reproduces it (``raw/world.json``'s ``config``)."""
+    world = corpus / "raw" / "world.json"
+    generator = json.loads(world.read_text()).get("config") if world.is_file() else None
+    return {"name": corpus.name, "generator": generator}
 
 
 def _write_examples(path: Path, rows: list[StudentExample]) -> None:

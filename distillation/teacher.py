@@ -10,16 +10,26 @@ larger sample later, pays the teacher only for what it has not answered yet.
 from __future__ import annotations
 
 import logging
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from distillation.config import DistillConfig
-from distillation.examples import StudentExample, ner_example, openie_example, teacher_passages
+from distillation.examples import (
+    TASK_ANSWER,
+    ContextDocument,
+    StudentExample,
+    answer_example,
+    ner_example,
+    openie_example,
+    teacher_passages,
+)
 from hoprag.linking.linker import normalize_question
 from hoprag.text import content_hash
 from indexing.config import IndexConfig
-from indexing.extract import TASK_NER, TASK_OPENIE, extraction_key, ner_key
+from indexing.corpus import Document
+from indexing.extract import TASK_NER, TASK_OPENIE, ExtractionRecord, extraction_key, ner_key, split_passages
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +45,8 @@ class TeacherReport:
     asked_now: int = 0
     from_cache: int = 0
     failed: int = 0
+    answers: int = 0
+    answers_skipped: int = 0  # questions without an answer or without a supporting document here
     teacher: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -42,9 +54,13 @@ class TeacherReport:
 
 
 def teacher_examples(
-    documents: list[str], questions: list[str], config: DistillConfig, run_dir: Path
+    documents: list[Document], questions: list[dict[str, Any]], config: DistillConfig, run_dir: Path
 ) -> tuple[list[StudentExample], TeacherReport]:
-    """The student's examples of every configured task, from (cached) teacher outputs."""
+    """The student's examples of every configured task, from (cached) teacher outputs.
+
+    ``openie`` / ``ner``: the teacher's triples per passage and mentions per question. ``answer``:
+    the questions' gold answers, in a context of documents and the teacher's triples of them (so
+    the teacher extracts the documents' triples for it even when ``openie`` is not trained)."""
     from hoprag.llm.factory import expected_model_id
     from indexing.cache import ExtractionCache
     from indexing.pipeline import run_extraction
@@ -53,14 +69,15 @@ def teacher_examples(
     report = TeacherReport(teacher=model_id)
     extraction = config.extraction.model_copy(update={"mode": "one_step"})
     rows: list[tuple[str, str, str, str]] = []  # (task, cache key, example key, text)
-    if TASK_OPENIE in config.tasks:
-        for key, passage in teacher_passages(documents, extraction):
+    if TASK_OPENIE in config.tasks or TASK_ANSWER in config.tasks:
+        for key, passage in teacher_passages([d.text for d in documents], extraction):
             rows.append(
                 (TASK_OPENIE, extraction_key(content_hash(passage), model_id, extraction), key, passage)
             )
         report.passages = len(rows)
     if TASK_NER in config.tasks:
-        texts = list(dict.fromkeys(normalize_question(q) for q in questions if normalize_question(q)))
+        asked = (normalize_question(str(q.get("question", ""))) for q in questions)
+        texts = list(dict.fromkeys(t for t in asked if t))
         rows += [(TASK_NER, ner_key(t, model_id), content_hash(TASK_NER, t), t) for t in texts]
         report.questions = len(texts)
     cache = ExtractionCache(run_dir / TEACHER_DIR)
@@ -74,6 +91,8 @@ def teacher_examples(
             cached[record.doc_key] = record
     examples: list[StudentExample] = []
     for task, cache_key, key, text in rows:
+        if task == TASK_OPENIE and TASK_OPENIE not in config.tasks:
+            continue  # extracted only as the answer task's facts
         record = cached.get(cache_key)
         example = None
         if record is not None:
@@ -86,6 +105,56 @@ def teacher_examples(
             report.failed += 1
             continue
         examples.append(example)
+    if TASK_ANSWER in config.tasks:
+        by_passage = {key: cached.get(cache_key) for task, cache_key, key, _ in rows if task == TASK_OPENIE}
+        answers = answer_examples(documents, questions, by_passage, config, report)
+        examples += answers
     if report.failed:
         logger.warning("the teacher failed on %d of %d inputs; they are left out", report.failed, len(rows))
     return examples, report
+
+
+def answer_examples(
+    documents: list[Document],
+    questions: list[dict[str, Any]],
+    records: dict[str, ExtractionRecord | None],
+    config: DistillConfig,
+    report: TeacherReport,
+) -> list[StudentExample]:
+    """One ``answer`` example per question that has an answer and a supporting document here;
+    distractors are drawn from the other documents, seeded by the question."""
+    extraction = config.extraction
+
+    def context(doc: Document) -> ContextDocument:
+        triples: list[tuple[str, str, str]] = []
+        for passage in split_passages(doc.text, extraction.max_chunk_chars)[
+            : extraction.max_chunks_per_document
+        ]:
+            record = records.get(content_hash(TASK_OPENIE, passage))
+            if record is not None and record.status == "ok":
+                triples.extend(tuple(t) for t in record.triples)  # type: ignore[misc]
+        return ContextDocument(doc.title, doc.text, tuple(dict.fromkeys(triples)))
+
+    by_title = {d.title: d for d in documents}
+    examples: list[StudentExample] = []
+    seen: set[str] = set()
+    for q in questions:
+        text = normalize_question(str(q.get("question", "")))
+        answer = str(q.get("answer") or "").strip()
+        titles = [t for t in dict.fromkeys(q.get("supporting_facts") or []) if t in by_title]
+        key = content_hash(TASK_ANSWER, text)
+        if not text or key in seen:
+            continue
+        seen.add(key)
+        if not answer or not titles:
+            report.answers_skipped += 1
+            continue
+        rng = random.Random(key)
+        others = [d for d in documents if d.title not in titles]
+        distractors = rng.sample(others, min(config.answer.distractor_documents, len(others)))
+        supporting = [context(by_title[t]) for t in titles]
+        examples.append(
+            answer_example(key, text, answer, supporting, [context(d) for d in distractors], config.answer)
+        )
+    report.answers = len(examples)
+    return examples

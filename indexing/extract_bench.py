@@ -4,9 +4,10 @@ Each *system* (an LLM backend config) extracts triples from the same documents w
 path (:func:`indexing.extract.extract_documents`: the versioned prompts of ``hoprag/extraction/prompts.py``
 and the defensive parser, in batches of ``extraction.batch_size`` documents as one indexing actor runs
 them), and the triples are scored against ``raw/facts.json``, the facts the generator states in each
-document (``hoprag generate``). The defaults compare the embedded base model (Gemma 3 270M with the
-current few-shot prompt) with the ``reference`` oracle; any other backend config joins through
-``--llm-config NAME=FILE`` or ``--set systems.NAME.KEY=VALUE`` (e.g. a future student adapter).
+document (``hoprag generate``). The defaults compare the embedded default (the distilled student
+shipped with hoprag: Gemma 3 270M + its LoRA adapter, student prompts), the embedded base model (the
+few-shot prompts, no adapter) and the ``reference`` oracle; any other backend config joins through
+``--llm-config NAME=FILE`` or ``--set systems.NAME.KEY=VALUE`` (e.g. another distilled adapter).
 
 Scoring, per document, micro-averaged over documents:
 
@@ -70,8 +71,10 @@ class ExtractBenchConfig(StrictModel):
 
     systems: dict[str, LLMBackendConfig] = Field(
         default_factory=dict,
-        description="LLM backend config per system name. Defaults: 'embedded' (the packaged Gemma 3 270M) "
-        "and 'reference' (the oracle, reading the benchmark's world.json). A config file's 'systems' "
+        description="LLM backend config per system name. Defaults: 'student' (the embedded default: the "
+        "packaged Gemma 3 270M with the shipped student adapter), 'base' (the same model without it, "
+        "few-shot prompts) and 'reference' (the oracle, reading the benchmark's world.json). A config "
+        "file's 'systems' "
         "replaces the defaults; --set systems.NAME.KEY=VALUE adds or changes one.",
     )
     extraction: ExtractionConfig = Field(
@@ -365,7 +368,8 @@ def score_extractions(
 
 def default_systems(world: Path) -> dict[str, dict[str, Any]]:
     return {
-        "embedded": {"backend": "embedded"},
+        "student": {"backend": "embedded"},
+        "base": {"backend": "embedded", "embedded": {"adapter": None}},
         "reference": {"backend": "reference", "reference": {"world": str(world)}},
     }
 

@@ -12,8 +12,13 @@ import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hoprag.cli.common import add_config_args
+
+if TYPE_CHECKING:
+    from hoprag.llm.factory import LLMBackendConfig
+
 from hoprag.paths import SAMPLE_CORPUS
 
 
@@ -63,7 +68,7 @@ def run_demo(
     print(
         f"[demo] 1/3 indexing {len(corpus.documents)} sample documents and "
         f"{sum(len(q) for q in corpus.questions.values())} questions with {config.llm.backend} LLM "
-        f"(Ray Data, batch {config.extraction.batch_size}) → {index_dir}",
+        f"(Ray Data, batch {config.extraction.batch_size}) → {index_dir}\n       LLM: {_describe_llm(config.llm)}",
         flush=True,
     )
     summary = build_index(index_dir, config, corpus=corpus)
@@ -99,6 +104,19 @@ def run_demo(
         f"\n[demo] done in {time.perf_counter() - started:.1f}s; inspect with: hoprag index stats {index_dir}"
     )
     return 0
+
+
+def _describe_llm(config: LLMBackendConfig) -> str:
+    """The LLM's model id and, for a distilled student, the tasks it answers with student prompts."""
+    from hoprag.llm.factory import LazyLLM, expected_model_id
+
+    tasks = sorted(LazyLLM(config).student_tasks)
+    if not tasks:
+        return f"{expected_model_id(config)} (few-shot prompts)"
+    return (
+        f"{expected_model_id(config)}: the distilled student (student prompts for {', '.join(tasks)}; "
+        "--set llm.embedded.adapter=null selects the base model with few-shot prompts)"
+    )
 
 
 def _train_and_compare(index_dir: Path, run_dir: Path, steps: int) -> None:

@@ -23,9 +23,10 @@ __all__ = [
     "openie_prompt",
 ]
 
-# The short prompts a distilled student was trained on (instruction + input, no few-shot block).
-# Part of student.json; changing their text must bump it (and retrain the student).
-STUDENT_PROMPT_VERSION = "student-v1"
+# The short prompts a distilled student was trained on (instruction + input, no few-shot block):
+# OpenIE and NER here, the answer prompt in hoprag.planner.prompts. Part of student.json; changing
+# any of their texts must bump it (and retrain the student).
+STUDENT_PROMPT_VERSION = "student-v2"
 
 # Invented names on purpose: a small model copies unfamiliar names faithfully, but drifts to
 # famous ones ("Paris") when the examples contain real entities.

@@ -12,11 +12,23 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
+logger = logging.getLogger(__name__)
+
+PACKAGED_STUDENT = "packaged"
+"""``llm.embedded.adapter`` value naming the student shipped in ``hoprag/data/student``."""
+
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "student.json")
 STUDENT_META = "student.json"
+
+
+def packaged_student_dir() -> Path:
+    """The distilled student shipped with hoprag (a LoRA adapter of the packaged Gemma 3 270M,
+    reproduced by the command in its student.json)."""
+    return Path(__file__).resolve().parent.parent / "data" / "student"
 
 
 class AdapterError(ValueError):
@@ -89,6 +101,29 @@ def lora_rank(adapter: str | Path, setting: str = "llm.embedded.adapter") -> int
             f"{config_file}: no LoRA rank 'r' (a positive integer) in it; is it a LoRA adapter?"
         )
     return max(ints)
+
+
+def student_tasks(adapter: str | Path, setting: str = "llm.embedded.adapter") -> frozenset[str]:
+    """The tasks a distilled student answers with the student prompts: its student.json's ``tasks``,
+    none when it records training on other student prompt texts than this version's (it then gets
+    the base prompts, with a warning: its student prompts would not be the ones it learnt)."""
+    from hoprag.extraction.prompts import STUDENT_PROMPT_VERSION
+
+    meta = read_student_meta(adapter, setting)
+    tasks = frozenset(meta.get("tasks", ()))
+    trained = (meta.get("prompt_versions") or {}).get("student")
+    if tasks and trained is not None and trained != STUDENT_PROMPT_VERSION:
+        logger.warning(
+            "%s=%s was trained on student prompts %s, this hoprag has %s: using the base prompts for "
+            "its tasks %s (re-run `hoprag distill` to train it on these)",
+            setting,
+            adapter,
+            trained,
+            STUDENT_PROMPT_VERSION,
+            sorted(tasks),
+        )
+        return frozenset()
+    return tasks
 
 
 def merge_adapter(model: Any, adapter: str | Path) -> Any:

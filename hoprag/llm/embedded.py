@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from hoprag.config import StrictModel
+from hoprag.llm.adapters import PACKAGED_STUDENT, packaged_student_dir
 from hoprag.llm.base import (
     BackendSpec,
     Completion,
@@ -64,21 +65,31 @@ class EmbeddedLLMConfig(StrictModel):
         "only if the caller keeps documents short; the indexer truncates documents itself).",
     )
     adapter: str | None = Field(
-        default=None,
+        default=PACKAGED_STUDENT,
         description="A LoRA adapter directory of this base model (`hoprag distill` output, or any PEFT "
         "adapter): merged into the weights at load. When it holds a student.json, the tasks listed "
-        "there use the short student prompts. Part of the model id, so caches key on its content.",
+        "there use the short student prompts. Part of the model id, so caches key on its content. "
+        f"'{PACKAGED_STUDENT}' (the default): the distilled student shipped with hoprag "
+        "(docs/distillation.md), for the packaged base only (no adapter when model_path is set); "
+        "null: the base model with its few-shot prompts.",
     )
+
+    @property
+    def adapter_dir(self) -> Path | None:
+        """The adapter directory to merge (``None``: the base model alone)."""
+        if self.adapter == PACKAGED_STUDENT:
+            return None if self.model_path else packaged_student_dir()
+        return Path(self.adapter) if self.adapter else None
 
 
 def embedded_model_id(config: EmbeddedLLMConfig) -> str:
     """``embedded:<model>@<dtype>`` (``+adapter:<content hash>`` with an adapter); part of every
     extraction-cache key."""
     base = f"embedded:{config.model_path or EMBEDDED_MODEL_NAME}@{config.dtype}"
-    if config.adapter:
+    if config.adapter_dir is not None:
         from hoprag.llm.adapters import adapter_fingerprint
 
-        return f"{base}+adapter:{adapter_fingerprint(config.adapter)}"
+        return f"{base}+adapter:{adapter_fingerprint(config.adapter_dir)}"
     return base
 
 
@@ -177,11 +188,18 @@ class EmbeddedLLM:
         self._dtype = _torch_dtype(self.config.dtype)
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=self._dtype)
         self.student_tasks: frozenset[str] = frozenset()
-        if self.config.adapter:
-            from hoprag.llm.adapters import merge_adapter, read_student_meta
+        adapter = self.config.adapter_dir
+        if adapter is not None:
+            from hoprag.llm.adapters import merge_adapter, student_tasks
 
-            model = merge_adapter(model, self.config.adapter)
-            self.student_tasks = frozenset(read_student_meta(self.config.adapter).get("tasks", ()))
+            model = merge_adapter(model, adapter)
+            # peft leaves the merged weights frozen; in PyTorch 2.13 a frozen weight sends `linear`
+            # on the last-token slice HF takes of the hidden states down a path that copies the
+            # 262k x 640 output matrix per call (measured: 13 s per batch of 16 instead of 1 s).
+            # Generation runs under inference_mode either way, so restoring the loader's flags
+            # costs nothing.
+            model.requires_grad_(True)
+            self.student_tasks = student_tasks(adapter)
         self._model = model.eval()
         self._name = self.config.model_path or EMBEDDED_MODEL_NAME
         self.load_seconds = time.perf_counter() - started

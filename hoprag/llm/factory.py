@@ -104,12 +104,13 @@ class LazyLLM:
         """The tasks of a distilled student adapter, read from its student.json without loading."""
         if self._llm is not None:
             return frozenset(getattr(self._llm, "student_tasks", ()))
-        adapter = getattr(self.config.section(), "adapter", None)
+        section = self.config.section()
+        adapter = getattr(section, "adapter_dir", getattr(section, "adapter", None))
         if not adapter:
             return frozenset()
-        from hoprag.llm.adapters import read_student_meta
+        from hoprag.llm.adapters import student_tasks
 
-        return frozenset(read_student_meta(adapter).get("tasks", ()))
+        return student_tasks(adapter)
 
     def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
         return self.get().generate(prompts, params)

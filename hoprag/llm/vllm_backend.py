@@ -66,7 +66,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from hoprag.deps import VLLM_EXTRA_HINT, MissingExtraError, require_vllm
 from hoprag.extraction.prompts import PromptSpec, openie_prompt
-from hoprag.llm.adapters import AdapterError, adapter_fingerprint, lora_rank, read_student_meta
+from hoprag.llm.adapters import AdapterError, adapter_fingerprint, lora_rank, read_student_meta, student_tasks
 from hoprag.llm.base import (
     BackendSpec,
     ChatMessage,
@@ -261,10 +261,11 @@ def vllm_model_id(config: VLLMConfig) -> str:
 
 
 def vllm_student_tasks(config: VLLMConfig) -> frozenset[str]:
-    """The tasks of the adapter's ``student.json`` (empty without an adapter or student.json)."""
+    """The tasks of the adapter's ``student.json`` (empty without an adapter or student.json, or for a
+    student of other student prompt texts: :func:`hoprag.llm.adapters.student_tasks`)."""
     if not config.adapter:
         return frozenset()
-    return frozenset(read_student_meta(config.adapter, ADAPTER_SETTING).get("tasks", ()))
+    return student_tasks(config.adapter, ADAPTER_SETTING)
 
 
 def _name_key(text: str) -> str:

@@ -314,13 +314,20 @@ class Planner:
             per_clue.append(knowledge)
         step.clues = clues
         # e. the step's answer
+        student = uses_student_prompt(self.client.llm, "answer")
         if cfg.merged_prompts:
             facts = list(dict.fromkeys(t.text for c in clues for t in c.triples))
-            spec = P.answer_prompt(query, facts, self.style, self._document_texts(clues))
+            spec = P.answer_prompt(query, facts, self.style, self._document_texts(clues), student=student)
             answer = self._ask(spec, ledger, "step_answer", parse_answer, step)
         else:
             specs = [
-                P.answer_prompt(c.query, [t.text for t in c.triples], self.style, self._document_texts([c]))
+                P.answer_prompt(
+                    c.query,
+                    [t.text for t in c.triples],
+                    self.style,
+                    self._document_texts([c]),
+                    student=student,
+                )
                 for c in clues
             ]
             outs = self._ask_many(specs, ledger, "clue_answer", parse_answer, step)

@@ -175,8 +175,13 @@ def answer_prompt(
     style: PromptStyle,
     documents: Sequence[str] = (),
     max_new_tokens: int = 24,
+    student: bool = False,
 ) -> PromptSpec:
-    """One question answered from facts (and document texts): step answers and clue answers."""
+    """One question answered from facts (and document texts): retrieve-mode answers, step answers and
+    clue answers. ``student``: the short prompt of a distilled student (no examples; same output)."""
+    if student:
+        prompt = f"{_ANSWER_TASK}\n\n{_facts_block(facts, documents)}\nQuestion: {question}\nAnswer:"
+        return PromptSpec(prompt, GenerationParams(max_new_tokens, 0.0, ("\n",)), "lines")
     shots = [f"{_facts_block(f)}\nQuestion: {q}\nAnswer: {a}" for f, q, a in _ANSWER_SHOTS]
     instance = f"{_facts_block(facts, documents)}\nQuestion: {question}\nAnswer:"
     return _spec(style, _ANSWER_TASK, shots, instance, max_new_tokens, ("\n",))

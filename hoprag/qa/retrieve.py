@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hoprag.linking.linker import EntityLinks, QuestionLinker
-from hoprag.llm.base import LLM, Completion, Prompt
+from hoprag.llm.base import LLM, Completion, Prompt, uses_student_prompt
 from hoprag.planner import prompts as P
 from hoprag.planner.knowledge import KnowledgeGraphView
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
@@ -111,6 +111,7 @@ class RetrieveThenAnswer:
                 [t.text for t in step.clues[0].triples],
                 self.client.prompt_style,
                 self._context(step.clues[0].documents),
+                student=uses_student_prompt(self.client.llm, "answer"),
             )
             for r, step in zip(retrievals, steps, strict=True)
         ]

@@ -22,9 +22,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 @pytest.fixture(scope="module")
 def gemma():
-    from hoprag.llm.embedded import EmbeddedLLM
+    """The base model (no adapter: few-shot prompts)."""
+    from hoprag.llm.embedded import EmbeddedLLM, EmbeddedLLMConfig
 
-    return EmbeddedLLM()
+    return EmbeddedLLM(EmbeddedLLMConfig(adapter=None))
 
 
 def test_batched_generation_with_stop_sequences(gemma):
@@ -47,7 +48,7 @@ def test_second_load_uses_the_converted_cache(gemma, monkeypatch):
         raise AssertionError("the GGUF was converted again")
 
     monkeypatch.setattr(embedded, "_convert_gguf", _fail)
-    again = embedded.EmbeddedLLM()
+    again = embedded.EmbeddedLLM(embedded.EmbeddedLLMConfig(adapter=None))
     assert (embedded.converted_checkpoint_dir() / "model.safetensors").is_file()
     assert again.model_id == gemma.model_id  # loaded from the cache (a conversion would have failed)
 
@@ -78,6 +79,44 @@ def test_a_lora_adapter_loads_merged_changes_the_output_and_the_model_id(gemma, 
         student.generate([spec.prompt], spec.params)[0],
     )
     assert before.ok and after.ok and before.text != after.text
+
+
+def test_the_shipped_student_extracts_links_and_answers_with_its_short_prompts(gemma):
+    """The default embedded LLM is the distilled student: on a passage with names it never saw it
+    extracts the facts the base model misses, finds the question's entities, and answers a two-hop
+    question from facts and a document (the retrieve-mode prompt)."""
+    from hoprag.extraction.parsing import parse_entity_list, parse_openie_output
+    from hoprag.extraction.prompts import ner_prompt
+    from hoprag.llm.embedded import EmbeddedLLM
+    from hoprag.planner.parsing import parse_answer
+    from hoprag.planner.prompts import answer_prompt
+
+    student = EmbeddedLLM()
+    assert student.student_tasks == {"openie", "ner", "answer"}
+    passage = "Velmora Tesk is a painter. She was born in Quillan. Velmora Tesk studied at Arden Polytechnic."
+    spec = openie_prompt(passage, "completion", student=True)
+    (out,) = student.generate([spec.prompt], spec.params)
+    pairs = {frozenset((h.lower(), t.lower())) for h, _, t in parse_openie_output(out.text, passage).triples}
+    assert {frozenset(("velmora tesk", "quillan")), frozenset(("velmora tesk", "arden polytechnic"))} <= pairs
+    assert out.prompt_tokens < 60  # instruction + passage: no few-shot block
+
+    question = "Where was the director of Marrow Lane born?"
+    spec = ner_prompt(question, "completion", student=True)
+    (out,) = student.generate([spec.prompt], spec.params)
+    assert parse_entity_list(out.text, question, "lines")[0] == ["Marrow Lane"]
+
+    facts = [
+        "Marrow Lane | directed by | Oskin Prell",
+        "Oskin Prell | born in | Dovetree",
+        "Marrow Lane | release year | 1988",
+    ]
+    documents = [
+        "Marrow Lane: Marrow Lane is a 1988 film directed by Oskin Prell.",
+        "Oskin Prell: Oskin Prell is a director born in Dovetree.",
+    ]
+    spec = answer_prompt(question, facts, "completion", documents, student=True)
+    (out,) = student.generate([spec.prompt], spec.params)
+    assert parse_answer(out.text).value == "Dovetree"
 
 
 def test_embedded_model_behind_the_openai_protocol(gemma):
@@ -128,7 +167,8 @@ def test_ray_data_pipeline_with_the_embedded_model(gemma_index):
     assert summary.questions == len(questions) == summary.questions_with_entities
     ix = KGIndex(index_dir, verify=True)
     assert ix.num_triples >= 3
-    assert ix.manifest["llm_model_id"] == "embedded:gemma-3-270m-q4_k_m@bfloat16"
+    # The default embedded LLM is the shipped student (its adapter's hash is in the model id).
+    assert ix.manifest["llm_model_id"].startswith("embedded:gemma-3-270m-q4_k_m@bfloat16+adapter:")
 
 
 def test_ask_answers_end_to_end_with_the_embedded_model(gemma_index, capsys):

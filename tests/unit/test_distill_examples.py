@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
+from distillation.config import AnswerTaskSettings, DistillConfig
 from distillation.examples import (
+    ContextDocument,
+    answer_example,
     data_hash,
     ner_example,
     openie_example,
@@ -11,6 +16,7 @@ from distillation.examples import (
 )
 from hoprag.extraction.parsing import parse_entity_list, parse_openie_output
 from hoprag.llm.base import truncate_at_stop
+from hoprag.planner.prompts import answer_prompt
 from indexing.config import ExtractionConfig
 from indexing.extract import ExtractionRecord
 
@@ -64,3 +70,102 @@ def test_the_held_out_split_is_stable_and_the_data_hash_ignores_order() -> None:
     _, again_held = split_held_out(list(reversed(examples)), 0.25)
     assert {e.key for e in again_held} == {e.key for e in held}
     assert data_hash(examples) == data_hash(reversed(examples)) != data_hash(examples[1:])
+
+
+def test_the_target_only_loss_equals_the_full_logits_loss() -> None:
+    """``target_loss`` skips the prompt's logits; it must give the loss HF computes from all of them."""
+    import torch
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    from distillation.loop import target_loss
+
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(
+        vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=8,
+    )  # fmt: skip
+    model = Gemma3ForCausalLM(config).eval()
+    ids = torch.randint(1, 97, (3, 12))
+    mask = torch.ones_like(ids)
+    mask[2, 9:] = 0  # right padding
+    labels = torch.full_like(ids, -100)
+    labels[0, 5:] = ids[0, 5:]  # targets start at different positions per row
+    labels[1, 8:] = ids[1, 8:]
+    labels[2, 6:9] = ids[2, 6:9]
+    batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
+    with torch.no_grad():
+        reference = model(**batch).loss
+        ours = target_loss(model, batch)
+    assert torch.allclose(ours, reference, atol=1e-5)
+
+
+def _doc(title: str, *triples: tuple[str, str, str]) -> ContextDocument:
+    text = " ".join(f"{h} {r} {t}." for h, r, t in triples)
+    return ContextDocument(title, text, tuple(triples))
+
+
+CHAIN = [
+    _doc("Doquis Air", ("Doquis Air", "manufactured by", "Jodind Labs")),
+    _doc("Jodind Labs", ("Jodind Labs", "founded by", "Joke Zathell")),
+    _doc("Joke Zathell", ("Joke Zathell", "born in", "Drevustad")),
+]
+NOISE = [_doc("Fora Textiles", ("Fora Textiles", "ceo", "Brotra Radrorting")), _doc("Quoroholm", ("Quoroholm", "city in", "Civaland"))]  # fmt: skip
+QUESTION = "Where was the founder of the manufacturer of Doquis Air born?"
+
+
+def test_an_answer_example_holds_the_whole_chain_and_is_the_retrieve_prompt() -> None:
+    settings = AnswerTaskSettings(unknown_fraction=0.0, context_documents=2, max_facts=4)
+    example = answer_example("k1", QUESTION, "Drevustad", CHAIN, NOISE, settings)
+    assert example.task == "answer" and example.target == " Drevustad\n"
+    facts = [line[2:] for line in example.prompt.splitlines() if line.startswith("- ")]
+    assert len(facts) == 4  # max_facts: the chain's 3 come first, one distractor fills the rest
+    for doc in CHAIN:
+        assert " | ".join(doc.triples[0]) in facts
+    shown = [line for line in example.prompt.splitlines() if line.startswith("Document: ")]
+    assert 1 <= sum(line.startswith(f"Document: {d.title}:") for d in CHAIN for line in shown) <= 2
+    assert len(shown) == 2
+    # The same prompt as retrieve mode's student answer prompt with these facts and documents.
+    texts = [line.removeprefix("Document: ") for line in shown]
+    assert example.prompt == answer_prompt(QUESTION, facts, "completion", texts, student=True).prompt
+    # Seeded by the key: the same question gets the same example.
+    assert answer_example("k1", QUESTION, "Drevustad", CHAIN, NOISE, settings) == example
+
+
+def test_an_unanswerable_example_shows_only_distractors_and_answers_unknown() -> None:
+    settings = AnswerTaskSettings(unknown_fraction=0.999)
+    example = answer_example("k2", QUESTION, "Drevustad", CHAIN, NOISE, settings)
+    assert example.target == " unknown\n"
+    assert "Drevustad" not in example.prompt and "Fora Textiles" in example.prompt
+    with_no_distractors = answer_example("k2", QUESTION, "Drevustad", CHAIN, [], settings)
+    assert with_no_distractors.target == " Drevustad\n"  # nothing to show instead: stays answerable
+
+
+def test_batches_cover_each_epoch_once_and_group_similar_lengths() -> None:
+    from distillation.loop import GROUP_BATCHES, _batch
+
+    shard = [{"prompt": "x" * (10 if i % 2 else 500), "target": str(i)} for i in range(64)]
+    size = 4
+    per_epoch = len(shard) // size
+    for epoch in range(2):
+        seen = [
+            ex["target"]
+            for step in range(per_epoch)
+            for ex in _batch(shard, epoch * per_epoch + step, size, 3)
+        ]
+        assert sorted(seen) == sorted(ex["target"] for ex in shard)
+    lengths = [{len(ex["prompt"]) for ex in _batch(shard, step, size, 3)} for step in range(per_epoch)]
+    mixed = sum(len(batch) > 1 for batch in lengths)
+    assert mixed <= len(shard) // (size * GROUP_BATCHES)  # at most one boundary batch per group
+    assert _batch(shard, 5, size, 3) == _batch(shard, 5, size, 3)  # resumable: a function of the step
+
+
+def test_the_learning_rate_warms_up_then_decays_to_a_tenth() -> None:
+    from distillation.loop import learning_rate
+
+    config = DistillConfig.model_validate(
+        {"optim": {"max_steps": 100, "warmup_steps": 10, "learning_rate": 1.0}}
+    )
+    assert learning_rate(config, 0) == pytest.approx(0.1)
+    assert learning_rate(config, 9) == pytest.approx(1.0)
+    assert learning_rate(config, 10) == pytest.approx(1.0)
+    assert learning_rate(config, 100) == pytest.approx(0.1)

@@ -197,7 +197,9 @@ def test_document_filters(tmp_path: Path) -> None:
 def test_systems_config(tmp_path: Path) -> None:
     root = _write_benchmark(tmp_path / "bench")
     cfg = build_config(root)
-    assert list(cfg.systems) == ["embedded", "reference"]
+    assert list(cfg.systems) == ["student", "base", "reference"]
+    assert cfg.systems["student"].embedded.adapter_dir is not None  # the shipped student
+    assert cfg.systems["base"].embedded.adapter_dir is None  # the base model, few-shot prompts
     assert cfg.systems["reference"].reference is not None
     assert cfg.systems["reference"].reference.world == root / "raw" / "world.json"
     student = tmp_path / "student.yaml"
@@ -207,7 +209,7 @@ def test_systems_config(tmp_path: Path) -> None:
         overrides=["systems.fp32b.backend=embedded", "systems.fp32b.embedded.max_batch_size=4"],
         llm_configs=[f"student={student}"],
     )
-    assert list(cfg.systems) == ["embedded", "reference", "student", "fp32b"]
+    assert list(cfg.systems) == ["student", "base", "reference", "fp32b"]
     assert cfg.systems["student"].embedded.dtype == "float32"
     assert cfg.systems["fp32b"].embedded.max_batch_size == 4
     with pytest.raises(ConfigError, match="NAME=FILE"):

@@ -29,7 +29,7 @@ def _adapter(root: Path, tasks: list[str] | None = None, weights: bytes = b"w1")
 
 def test_the_adapter_is_part_of_the_model_id_by_content(tmp_path) -> None:
     adapter = _adapter(tmp_path / "a")
-    base = embedded_model_id(EmbeddedLLMConfig())
+    base = embedded_model_id(EmbeddedLLMConfig(adapter=None))
     with_adapter = embedded_model_id(EmbeddedLLMConfig(adapter=str(adapter)))
     assert (
         with_adapter == f"{base}+adapter:{adapter_fingerprint(adapter)}"
@@ -60,7 +60,9 @@ def test_student_tasks_are_known_without_loading_the_model(tmp_path) -> None:
     adapter = _adapter(tmp_path / "student", tasks=["openie", "ner"])
     lazy = LazyLLM(LLMBackendConfig.model_validate({"embedded": {"adapter": str(adapter)}}))
     assert lazy.student_tasks == {"openie", "ner"} and not lazy.loaded
-    assert uses_student_prompt(lazy, "ner") and not uses_student_prompt(LazyLLM(LLMBackendConfig()), "ner")
+    base = LazyLLM(LLMBackendConfig.model_validate({"embedded": {"adapter": None}}))
+    assert uses_student_prompt(lazy, "ner") and not uses_student_prompt(base, "ner")
+    assert uses_student_prompt(LazyLLM(LLMBackendConfig()), "ner")  # the default: the shipped student
 
 
 def test_student_prompts_are_short_and_parse_like_the_few_shot_ones() -> None:

@@ -35,6 +35,8 @@ def test_the_cache_key_is_the_model_id_the_built_backend_reports() -> None:
         assert expected_model_id(config) == llm.model_id == "openai-compat:m-7b"
     finally:
         getattr(llm, "close", lambda: None)()
-    assert expected_model_id(LLMBackendConfig()) == "embedded:gemma-3-270m-q4_k_m@bfloat16"
+    base = LLMBackendConfig.model_validate({"embedded": {"adapter": None}})
+    assert expected_model_id(base) == "embedded:gemma-3-270m-q4_k_m@bfloat16"
+    assert expected_model_id(LLMBackendConfig()).startswith("embedded:gemma-3-270m-q4_k_m@bfloat16+adapter:")
     vllm = LLMBackendConfig.model_validate({"backend": "vllm", "vllm": {"model": "org/m"}})
     assert expected_model_id(vllm) == "vllm:org/m"

@@ -161,19 +161,6 @@ def test_shipped_training_recipes_validate_and_show_their_command():
             )
 
 
-def test_shipped_distillation_recipes_validate_and_show_their_command():
-    from pathlib import Path
-
-    from distillation.config import DistillConfig
-
-    recipes = sorted((Path(__file__).parents[2] / "distillation" / "configs").glob("*.yaml"))
-    assert recipes
-    for path in recipes:
-        assert path.read_text().splitlines()[0].startswith("# hoprag distill ")
-        cfg = load_config(DistillConfig, path)
-        assert cfg.tasks == ["openie", "ner"] and cfg.teacher.backend == "reference"
-
-
 def test_shipped_evaluation_configs_validate_and_show_their_command():
     from pathlib import Path
 
