@@ -65,6 +65,8 @@ class GraphBertEncoder(GraphEncoder):
         self.graph_bias = nn.Embedding(rows, cfg.num_attention_heads)
         nn.init.zeros_(self.graph_bias.weight)  # step 0 = the pretrained encoder
         self.graph_bias.to(next(backbone.parameters()).device)
+        if absolute_positions == "none":  # unused: keep it out of the optimizer (no gradient ever)
+            backbone.embeddings.position_embeddings.weight.requires_grad_(False)
 
     @property
     def d_model(self) -> int:

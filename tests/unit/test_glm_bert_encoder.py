@@ -210,3 +210,6 @@ def test_backbone_names_and_options(encoder):
         GraphBertEncoder(encoder.backbone, absolute_positions="learned")  # type: ignore[arg-type]
     ids = torch.zeros(1, 600, dtype=torch.long)
     assert encoder.position_ids(ids, None).max() == 511  # sequence positions saturate at BERT's limit
+    unpositioned = build_graph_encoder(MINILM.model_copy(update={"absolute_positions": "none"}))
+    assert unpositioned.position_ids(ids, None) is None
+    assert not unpositioned.backbone.embeddings.position_embeddings.weight.requires_grad
