@@ -104,10 +104,15 @@ class GraphBertEncoder(GraphEncoder):
         return emb.dropout(emb.LayerNorm(hidden))
 
     def attention_bias(self, buckets: torch.Tensor, mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        """``(B, H, N, N)`` graph bias with the mask folded in (built once, added in every layer)."""
-        bias = self.graph_bias(buckets).permute(0, 3, 1, 2).to(dtype)
-        blocked = (~mask).unsqueeze(1).to(dtype) * torch.finfo(dtype).min
-        return bias + blocked
+        """``(B, H, N, N)`` graph bias with the mask folded in (built once, added in every layer).
+
+        Gathered head by head so the result is contiguous in ``(B, H, N, N)``: an ``(B, N, N, H)``
+        lookup permuted into place would be copied by the attention kernel in every layer.
+        """
+        weight = self.graph_bias.weight.to(dtype)
+        bias = weight.t()[:, buckets].transpose(0, 1).contiguous()  # (H, B, N, N) → (B, H, N, N)
+        # in place on the fresh gather (its backward needs only the bucket ids): no third N² copy
+        return bias.masked_fill_(~mask.unsqueeze(1), torch.finfo(dtype).min)
 
     def forward(
         self,

@@ -109,6 +109,14 @@ def test_graph_bias_changes_states_and_local_masks_are_honoured(tok):
     n = a.concept_spans[1][1]
     assert torch.allclose(states_a[:n], states_b[:n], atol=1e-5)
     assert not torch.allclose(states_a[:n], unbiased[:n], atol=1e-3)  # the bias is used
+    # the bias tensor every layer adds: the table row of each pair's bucket, per head; blocked pairs
+    _, buckets, mask, _ = _inputs([a, encode_levi_graph([first], None, tok)], global_graph=False)
+    bias = enc.attention_bias(buckets, mask, torch.float32)
+    expected = enc.graph_bias(buckets).permute(0, 3, 1, 2)
+    assert bias.shape == expected.shape and bias.is_contiguous()
+    assert torch.equal(bias[mask.unsqueeze(1).expand_as(bias)], expected[mask.unsqueeze(1).expand_as(bias)])
+    assert (bias[~mask.unsqueeze(1).expand_as(bias)] == torch.finfo(torch.float32).min).all()
+    assert (~mask[0]).any() and (~mask[1]).any()  # far pairs and padding are both blocked
 
 
 @pytest.fixture(scope="module")
