@@ -15,7 +15,7 @@ class OptimConfig(StrictModel):
     """AdamW with the paper's differential learning rates."""
 
     head_lr: float = Field(default=5e-4, gt=0, description="question_proj + entity_scorer (paper: 5e-4).")
-    backbone_lr: float = Field(default=1e-4, gt=0, description="The T5 encoder (paper: 1e-4).")
+    backbone_lr: float = Field(default=1e-4, gt=0, description="The pretrained encoder (paper: 1e-4).")
     weight_decay: float = Field(default=0.0, ge=0)
     grad_clip: float = Field(default=1.0, ge=0, description="Gradient norm clipping (0 = off).")
     bce_weight: float = Field(default=0.44, ge=0)

@@ -92,8 +92,7 @@ class WorkerSession:
         import torch
 
         from hoprag.embedding import SentenceTransformerEmbedder
-        from hoprag.glm.backbone import build_backbone, load_tokenizer
-        from hoprag.glm.encoder import GraphT5Encoder
+        from hoprag.glm.backbone import build_graph_encoder, load_tokenizer
         from hoprag.glm.model import GLMRetrieverModel
         from hoprag.kg.index import KGIndex
 
@@ -118,7 +117,7 @@ class WorkerSession:
         self.shard_vectors = self.embedder.encode([r["question"] for r in self.shard])
 
         model = GLMRetrieverModel(
-            GraphT5Encoder(build_backbone(config.backbone), config.glm.global_graph, config.glm.with_text),
+            build_graph_encoder(config.backbone, config.glm.global_graph, config.glm.with_text),
             self.embedder.dim,
         )
         optimizer = torch.optim.AdamW(
@@ -128,8 +127,7 @@ class WorkerSession:
         self.engine, _, _, _ = deepspeed.initialize(
             model=model, optimizer=optimizer, config=deepspeed_config(config)
         )
-        bcfg = model.encoder.backbone.config
-        self.buckets = (bcfg.relative_attention_num_buckets, bcfg.relative_attention_max_distance)
+        self.buckets = (model.encoder.num_buckets, model.encoder.max_distance)
         # Every worker must take the same number of steps (collectives): the smallest shard (the last
         # rank's) decides, so every batch index below is within every worker's shard.
         self.micro = config.deepspeed.micro_batch_size

@@ -1,4 +1,10 @@
-"""The T5 encoder the GLM is built on: any HF T5 checkpoint, or the embedded small T5.
+"""The encoder the GLM is built on: the packaged MiniLM, any HF T5 (or BERT) checkpoint, or the
+embedded small T5.
+
+``minilm`` is the packaged all-MiniLM-L6-v2, a pretrained 6-layer BERT, loaded unchanged and
+given the GLM's graph bias by :class:`hoprag.glm.bert_encoder.GraphBertEncoder`. A checkpoint
+id or path whose config says ``model_type: bert`` takes the same route; every other checkpoint
+is loaded as a T5 encoder (:class:`hoprag.glm.encoder.GraphT5Encoder`), as before.
 
 No pretrained T5 ships offline, so the embedded default is a small T5 encoder built from config
 whose token embeddings are warm-started from the packaged all-MiniLM-L6-v2 (same WordPiece
@@ -11,55 +17,118 @@ layers nearly blind.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hoprag.config import StrictModel
 from hoprag.embedding import packaged_minilm_path
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase, T5EncoderModel
+    from transformers import BertModel, PreTrainedTokenizerBase, T5EncoderModel
+
+    from hoprag.glm.encoder import GraphEncoder
 
 EMBEDDED = "embedded"
+MINILM = "minilm"
+_ALIASES = {"embedded-t5": EMBEDDED}
 
 
 class BackboneConfig(StrictModel):
-    """Which T5 encoder to turn into a GLM."""
+    """Which pretrained encoder to turn into a GLM."""
 
     model: str = Field(
         default=EMBEDDED,
-        description="'embedded' (small T5 warm-started from the packaged MiniLM), or an HF T5 checkpoint id or "
-        "local path (t5-small/base/large, google/flan-t5-*, ...).",
+        description="'embedded' (alias 'embedded-t5': small T5 warm-started from the packaged MiniLM), "
+        "'minilm' (the packaged pretrained MiniLM BERT plus a learned graph bias), or an HF checkpoint id or "
+        "local path: T5 (t5-small/base/large, google/flan-t5-*, ...) or BERT (model_type 'bert').",
+    )
+    absolute_positions: Literal["per_node", "sequence", "none"] = Field(
+        default="per_node",
+        description="BERT backbones only: absolute position ids. per_node: restart at 0 in every node (each "
+        "label reads as a phrase), the question keeps its ordinary positions; sequence: 0..N-1 over the whole "
+        "input (order-dependent); none: no position embedding.",
     )
     num_layers: int = Field(default=4, ge=1, description="Embedded T5 only: encoder layers.")
     num_heads: int = Field(
         default=6, ge=1, description="Embedded T5 only: attention heads (d_kv = 384 / heads)."
     )
     d_ff: int = Field(default=1024, ge=16, description="Embedded T5 only: feed-forward width.")
-    relative_attention_num_buckets: int = Field(default=32, ge=4, description="Embedded T5 only.")
-    relative_attention_max_distance: int = Field(default=128, ge=8, description="Embedded T5 only.")
+    relative_attention_num_buckets: int = Field(
+        default=32, ge=4, description="Embedded T5 and BERT backbones (the graph bias table)."
+    )
+    relative_attention_max_distance: int = Field(
+        default=128, ge=8, description="Embedded T5 and BERT backbones (the graph bias table)."
+    )
     dropout_rate: float = Field(default=0.1, ge=0, lt=1, description="Embedded T5 only.")
     seed: int = Field(default=0, description="Embedded T5 only: init seed of the non-warm-started weights.")
 
+    @field_validator("model")
+    @classmethod
+    def _canonical_name(cls, value: str) -> str:
+        return _ALIASES.get(value, value)
+
+
+def _uses_packaged_minilm(config: BackboneConfig) -> bool:
+    return config.model in (EMBEDDED, MINILM)
+
+
+def is_bert_backbone(config: BackboneConfig) -> bool:
+    """Whether the backbone is a BERT encoder (``minilm`` or a checkpoint of ``model_type: bert``)."""
+    if config.model == MINILM:
+        return True
+    if config.model == EMBEDDED:
+        return False
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(config.model).model_type == "bert"
+
 
 def load_tokenizer(config: BackboneConfig) -> PreTrainedTokenizerBase:
-    """The tokenizer matching the backbone (MiniLM's WordPiece for the embedded T5)."""
+    """The tokenizer matching the backbone (MiniLM's WordPiece for ``minilm`` and the embedded T5)."""
     from transformers import AutoTokenizer
 
-    if config.model == EMBEDDED:
+    if _uses_packaged_minilm(config):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         return AutoTokenizer.from_pretrained(packaged_minilm_path())
     return AutoTokenizer.from_pretrained(config.model)
 
 
-def build_backbone(config: BackboneConfig) -> T5EncoderModel:
-    """A T5 encoder: pretrained weights for a checkpoint, or the warm-started embedded model."""
-    from transformers import T5EncoderModel
+def build_backbone(config: BackboneConfig) -> T5EncoderModel | BertModel:
+    """The HF encoder with its pretrained weights (or the warm-started embedded T5)."""
+    from transformers import BertModel, T5EncoderModel
 
-    if config.model != EMBEDDED:
-        return T5EncoderModel.from_pretrained(config.model)
-    return _embedded_t5(config)
+    if config.model == EMBEDDED:
+        return _embedded_t5(config)
+    if is_bert_backbone(config):
+        if config.model == MINILM:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        path = packaged_minilm_path() if config.model == MINILM else config.model
+        bert = BertModel.from_pretrained(path)
+        bert.pooler = None  # the GLM reads token states; an unused pooler would have no gradient
+        return bert
+    return T5EncoderModel.from_pretrained(config.model)
+
+
+def build_graph_encoder(
+    config: BackboneConfig, global_graph: bool = True, with_text: bool = True
+) -> GraphEncoder:
+    """The backbone turned into a GLM graph encoder (the GLM variant decides the extra buckets)."""
+    from hoprag.glm.bert_encoder import GraphBertEncoder
+    from hoprag.glm.encoder import GraphT5Encoder
+
+    backbone = build_backbone(config)
+    if backbone.config.model_type == "bert":
+        return GraphBertEncoder(
+            backbone,
+            global_graph,
+            with_text,
+            num_buckets=config.relative_attention_num_buckets,
+            max_distance=config.relative_attention_max_distance,
+            absolute_positions=config.absolute_positions,
+            name=config.model,
+        )
+    return GraphT5Encoder(backbone, global_graph, with_text, name=config.model)
 
 
 def _embedded_t5(config: BackboneConfig) -> T5EncoderModel:
@@ -97,12 +166,19 @@ def _embedded_t5(config: BackboneConfig) -> T5EncoderModel:
 
 
 def backbone_summary(model: Any) -> dict[str, Any]:
-    """Sizes worth logging: layers, heads, d_model, buckets, parameters."""
-    cfg = model.config
+    """Sizes worth logging: layers, heads, d_model, buckets, parameters (of a backbone or graph encoder)."""
+    is_graph_encoder = hasattr(model, "num_buckets")
+    cfg = (model.backbone if is_graph_encoder else model).config
+    if cfg.model_type == "bert":
+        layers, heads, d_model = cfg.num_hidden_layers, cfg.num_attention_heads, cfg.hidden_size
+    else:
+        layers, heads, d_model = cfg.num_layers, cfg.num_heads, cfg.d_model
     return {
-        "layers": cfg.num_layers,
-        "heads": cfg.num_heads,
-        "d_model": cfg.d_model,
-        "buckets": cfg.relative_attention_num_buckets,
+        "layers": layers,
+        "heads": heads,
+        "d_model": d_model,
+        "buckets": model.num_buckets
+        if is_graph_encoder
+        else getattr(cfg, "relative_attention_num_buckets", None),
         "parameters": sum(p.numel() for p in model.parameters()),
     }

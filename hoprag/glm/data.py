@@ -84,6 +84,7 @@ def collate(
         labels[b, : len(ex.labels)] = ex.labels
     return GLMBatch(
         input_ids=torch.as_tensor(padded["input_ids"]),
+        node_positions=torch.as_tensor(padded["node_positions"], dtype=torch.long),
         buckets=buckets,
         attention=attention,
         pooling=torch.as_tensor(pooling),

@@ -1,4 +1,10 @@
-"""A T5 encoder run as a graph transformer: the relative-position bias comes from the Levi graph.
+"""Graph encoders for the GLM, and the T5 one: the relative-position bias comes from the Levi graph.
+
+:class:`GraphEncoder` is what the GLM needs from any backbone: final token states from token ids,
+the batch's bucket ids and attention mask (``docs/glm.md`` §2–6), and a description that an
+exported retriever records so it can rebuild the encoder. :class:`GraphT5Encoder` is the paper's
+(Plenz & Frank's graph-T5); :class:`hoprag.glm.bert_encoder.GraphBertEncoder` turns a pretrained
+BERT (the packaged MiniLM) into one.
 
 Stock T5 computes its bias from sequence positions in layer 0 and shares it with every layer. We
 compute it once per forward from the batch's bucket ids (:func:`hoprag.glm.levi.bucket_ids`),
@@ -9,7 +15,7 @@ bucket of the largest positive distance, as the reference GLM does).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
@@ -19,12 +25,47 @@ from hoprag.glm.levi import num_extra_buckets
 FAR_POSITION = 10**6
 
 
-class GraphT5Encoder(nn.Module):
+class GraphEncoder(nn.Module):
+    """The interface of a GLM graph encoder (subclasses set ``backbone``, buckets and variant)."""
+
+    kind: ClassVar[str] = ""
+    backbone: Any
+    num_buckets: int
+    max_distance: int
+    global_graph: bool
+    with_text: bool
+
+    @property
+    def d_model(self) -> int:
+        """Width of the final token states."""
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        """What an exported retriever records to rebuild this encoder without downloads."""
+        raise NotImplementedError
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        buckets: torch.Tensor,
+        mask: torch.Tensor,
+        node_positions: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """``(B, N, d_model)`` final token states."""
+        raise NotImplementedError
+
+
+class GraphT5Encoder(GraphEncoder):
     """Wraps a HF ``T5EncoderModel``; ``forward(input_ids, buckets, mask)`` → final token states."""
 
-    def __init__(self, backbone: Any, global_graph: bool = True, with_text: bool = True) -> None:
+    kind = "t5"
+
+    def __init__(
+        self, backbone: Any, global_graph: bool = True, with_text: bool = True, name: str = ""
+    ) -> None:
         super().__init__()
         self.backbone = backbone
+        self.name = name
         self.global_graph = global_graph
         self.with_text = with_text
         cfg = backbone.config
@@ -52,6 +93,9 @@ class GraphT5Encoder(nn.Module):
     def d_model(self) -> int:
         return int(self.backbone.config.d_model)
 
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "config": self.backbone.config.to_dict()}
+
     def attention_bias(self, buckets: torch.Tensor, mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         """``(B, H, N, N)`` bias with the mask folded in (built once, shared by all layers)."""
         table = self.backbone.encoder.block[0].layer[0].SelfAttention.relative_attention_bias
@@ -59,7 +103,14 @@ class GraphT5Encoder(nn.Module):
         blocked = (~mask).unsqueeze(1).to(dtype) * torch.finfo(dtype).min
         return bias + blocked
 
-    def forward(self, input_ids: torch.Tensor, buckets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        buckets: torch.Tensor,
+        mask: torch.Tensor,
+        node_positions: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """T5 has no absolute positions: ``node_positions`` is accepted and ignored."""
         encoder = self.backbone.encoder
         hidden = encoder.dropout(encoder.embed_tokens(input_ids))
         bias = self.attention_bias(buckets, mask, hidden.dtype)

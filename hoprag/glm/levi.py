@@ -36,6 +36,10 @@ class LeviEncoding:
     concept_spans: list[tuple[int, int]]  # [start, end) per concept, in ``concepts`` order
     concepts: list[str]
     num_graph_tokens: int
+    # int32 [n]: absolute position of each token for backbones with position embeddings (BERT):
+    # the offset inside its node for graph tokens (every node reads as its own phrase), the
+    # ordinary sequence position inside the question for text tokens. T5 ignores it.
+    node_positions: np.ndarray
 
     @property
     def length(self) -> int:
@@ -98,6 +102,10 @@ def encode_levi_graph(
         # "head relation tail" as contiguous text; with several triples between the same two
         # concepts the last one decides their mutual positions (as in the reference).
         relate(np.concatenate([np.arange(*h), np.arange(r_start, r_end), np.arange(*t)]))
+    node_positions = np.zeros(n, dtype=np.int32)
+    for start, end in concept_spans + relation_spans:
+        node_positions[start:end] = np.arange(end - start)
+    node_positions[n_graph:] = np.arange(n - n_graph)
     if text_ids:
         text = np.arange(n_graph, n)
         relate(text)
@@ -112,21 +120,25 @@ def encode_levi_graph(
         concept_spans=concept_spans,
         concepts=concept_list,
         num_graph_tokens=n_graph,
+        node_positions=node_positions,
     )
 
 
 def pad_batch(encodings: Sequence[LeviEncoding], pad_token_id: int) -> dict[str, np.ndarray]:
-    """Stack examples into ``(B, N)`` ids and ``(B, N, N)`` positions/kinds (kind ``PAD`` outside)."""
+    """Stack examples into ``(B, N)`` ids and node positions and ``(B, N, N)`` positions/kinds
+    (kind ``PAD`` outside)."""
     n_max = max((e.length for e in encodings), default=0)
     batch = len(encodings)
     input_ids = np.full((batch, n_max), pad_token_id, dtype=np.int64)
     positions = np.zeros((batch, n_max, n_max), dtype=np.int32)
     kinds = np.full((batch, n_max, n_max), PAD, dtype=np.int8)
+    node_positions = np.zeros((batch, n_max), dtype=np.int32)
     for b, e in enumerate(encodings):
         input_ids[b, : e.length] = e.input_ids
+        node_positions[b, : e.length] = e.node_positions
         positions[b, : e.length, : e.length] = e.positions
         kinds[b, : e.length, : e.length] = e.kinds
-    return {"input_ids": input_ids, "positions": positions, "kinds": kinds}
+    return {"input_ids": input_ids, "positions": positions, "kinds": kinds, "node_positions": node_positions}
 
 
 def bucket_ids(

@@ -1,4 +1,4 @@
-"""The GLM retriever network: graph-T5 encoder → mean-pooled concept states → entity logits.
+"""The GLM retriever network: graph encoder (T5 or BERT) → mean-pooled concept states → entity logits.
 
 Scoring follows the GLM-RAG paper (``docs/glm.md`` §8): the question's sentence embedding is
 projected to ``d_model`` (``question_proj``), multiplied element-wise with each entity's pooled
@@ -15,9 +15,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from hoprag.glm.encoder import GraphT5Encoder
+from hoprag.glm.encoder import GraphEncoder
 
-HEAD_PARAMETER_PREFIXES = ("question_proj.", "entity_scorer.")
+# Parameters that start untrained train at the head's rate: the scorer, and the graph bias a BERT
+# backbone gains (zero at step 0; at the backbone's 1e-4 it would barely move in a short run).
+HEAD_PARAMETER_PREFIXES = ("question_proj.", "entity_scorer.", "encoder.graph_bias.")
 
 
 @dataclass
@@ -25,6 +27,7 @@ class GLMBatch:
     """Padded tensors for one forward (see :func:`hoprag.glm.data.collate`)."""
 
     input_ids: torch.Tensor  # long [B, N]
+    node_positions: torch.Tensor  # long [B, N]; absolute positions for BERT-style backbones
     buckets: torch.Tensor  # long [B, N, N]
     attention: torch.Tensor  # bool [B, N, N]
     pooling: torch.Tensor  # float [B, E, N]; row e averages entity e's concept tokens
@@ -39,7 +42,7 @@ class GLMBatch:
 class GLMRetrieverModel(nn.Module):
     """Entity logits ``[B, E]`` for a batch of question subgraphs."""
 
-    def __init__(self, encoder: GraphT5Encoder, question_dim: int, scorer_hidden: int | None = None) -> None:
+    def __init__(self, encoder: GraphEncoder, question_dim: int, scorer_hidden: int | None = None) -> None:
         super().__init__()
         d = encoder.d_model
         hidden = scorer_hidden or d
@@ -48,13 +51,16 @@ class GLMRetrieverModel(nn.Module):
         self.entity_scorer = nn.Sequential(nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 
     def forward(self, batch: GLMBatch) -> torch.Tensor:
-        states = self.encoder(batch.input_ids, batch.buckets, batch.attention)
+        states = self.encoder(
+            batch.input_ids, batch.buckets, batch.attention, node_positions=batch.node_positions
+        )
         entities = torch.bmm(batch.pooling.to(states.dtype), states)  # [B, E, D]
         question = self.question_proj(batch.question_vectors.to(states.dtype)).unsqueeze(1)
         return self.entity_scorer(entities * question).squeeze(-1)
 
     def parameter_groups(self, head_lr: float, backbone_lr: float) -> list[dict[str, object]]:
-        """Differential learning rates (paper: 5e-4 head, 1e-4 backbone)."""
+        """Differential learning rates (paper: 5e-4 head, 1e-4 backbone; a BERT backbone's new graph
+        bias table trains with the head)."""
         head, backbone = [], []
         for name, param in self.named_parameters():
             if not param.requires_grad:

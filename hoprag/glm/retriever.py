@@ -2,13 +2,16 @@
 
 A retriever directory holds everything needed to serve it without network access::
 
-    retriever.json       format version, backbone config (T5 config dict), GLM variant, sampler,
-                         ranker and question-embedder settings
+    retriever.json       format version, the backbone (kind t5 or bert, its config name, and for
+                         BERT the HF config dict, the graph-bias buckets and absolute-position
+                         mode), the T5 config dict (T5 only), GLM variant, sampler, ranker and
+                         question-embedder settings
     model.safetensors    weights of the whole GLM retriever network
     tokenizer/           the backbone tokenizer
 
-Loading rebuilds the T5 encoder from the stored config (no download, even for t5-large) and
-checks that the weights match it exactly.
+Loading rebuilds the encoder from the stored config (no download, even for t5-large) and checks
+that the weights match it exactly. T5 retrievers keep their config under ``t5_config`` as
+before, and exports from before the ``backbone`` entry are read as T5.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from hoprag.glm.artifact import (
     read_retriever_meta,
 )
 from hoprag.glm.data import build_example, collate
-from hoprag.glm.encoder import GraphT5Encoder
+from hoprag.glm.encoder import GraphEncoder, GraphT5Encoder
 from hoprag.glm.model import GLMRetrieverModel
 from hoprag.glm.settings import GLMSettings
 from hoprag.kg.index import KGIndex
@@ -55,12 +58,15 @@ def save_retriever(out_dir: Path, model: GLMRetrieverModel, tokenizer: Any, sett
         state.pop("encoder.backbone.encoder.embed_tokens.weight", None)
         save_file(state, str(tmp / WEIGHTS), metadata={"format": "pt"})
         tokenizer.save_pretrained(str(tmp / TOKENIZER_DIR))
+        backbone = model.encoder.describe()
         meta = {
             "format_version": FORMAT_VERSION,
             "kind": "glm",
-            "t5_config": model.encoder.backbone.config.to_dict(),
+            "backbone": backbone,
             "settings": settings.model_dump(mode="json"),
         }
+        if backbone["kind"] == GraphT5Encoder.kind:  # where exports before the backbone entry kept it
+            meta["t5_config"] = backbone.pop("config")
         (tmp / RETRIEVER_CONFIG).write_text(json.dumps(meta, indent=2, sort_keys=True))
         if out_dir.exists():
             shutil.rmtree(out_dir)
@@ -74,7 +80,7 @@ def load_retriever_model(path: str | Path) -> tuple[GLMRetrieverModel, Any, GLMS
     """The network (eval mode), tokenizer and settings stored in a retriever directory."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
-    from transformers import AutoTokenizer, T5Config, T5EncoderModel
+    from transformers import AutoTokenizer
 
     directory, meta = read_retriever_meta(path)
     try:
@@ -84,19 +90,17 @@ def load_retriever_model(path: str | Path) -> tuple[GLMRetrieverModel, Any, GLMS
             f"{directory / RETRIEVER_CONFIG}: settings this hoprag cannot use "
             f"({describe_errors(GLMSettings, exc)}); re-export the retriever"
         ) from exc
-    backbone = T5EncoderModel(T5Config.from_dict(meta["t5_config"]))
-    model = GLMRetrieverModel(
-        GraphT5Encoder(backbone, settings.global_graph, settings.with_text), settings.question_dim
-    )
+    model = GLMRetrieverModel(_encoder_from_meta(directory, meta, settings), settings.question_dim)
     try:
         state = load_file(str(directory / WEIGHTS))
     except (SafetensorError, OSError) as exc:
         raise RetrieverLoadError(
             f"{directory / WEIGHTS} cannot be read ({exc}); re-export the retriever"
         ) from exc
-    state.setdefault(
-        "encoder.backbone.encoder.embed_tokens.weight", state.get("encoder.backbone.shared.weight")
-    )
+    if "encoder.backbone.shared.weight" in state:  # T5: embed_tokens is tied to shared
+        state.setdefault(
+            "encoder.backbone.encoder.embed_tokens.weight", state["encoder.backbone.shared.weight"]
+        )
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise RetrieverLoadError(
@@ -104,6 +108,46 @@ def load_retriever_model(path: str | Path) -> tuple[GLMRetrieverModel, Any, GLMS
         )
     tokenizer = AutoTokenizer.from_pretrained(str(directory / TOKENIZER_DIR))
     return model.eval(), tokenizer, settings
+
+
+def _encoder_from_meta(directory: Path, meta: dict[str, Any], settings: GLMSettings) -> GraphEncoder:
+    """An untrained graph encoder shaped like the exported one (the weights are loaded after)."""
+    from transformers import BertConfig, BertModel, T5Config, T5EncoderModel
+
+    from hoprag.glm.bert_encoder import GraphBertEncoder
+
+    backbone = meta.get("backbone") or {"kind": GraphT5Encoder.kind}  # exports before the entry: T5
+    kind = backbone.get("kind")
+    config = meta.get("t5_config") if kind == GraphT5Encoder.kind else backbone.get("config")
+    if not isinstance(config, dict):
+        raise RetrieverLoadError(
+            f"{directory / RETRIEVER_CONFIG} has no backbone config; re-export the retriever"
+        )
+    if kind == GraphT5Encoder.kind:
+        return GraphT5Encoder(
+            T5EncoderModel(T5Config.from_dict(config)),
+            settings.global_graph,
+            settings.with_text,
+            name=backbone.get("name", ""),
+        )
+    if kind == GraphBertEncoder.kind:
+        try:
+            return GraphBertEncoder(
+                BertModel(BertConfig.from_dict(config), add_pooling_layer=False),
+                settings.global_graph,
+                settings.with_text,
+                num_buckets=int(backbone["num_buckets"]),
+                max_distance=int(backbone["max_distance"]),
+                absolute_positions=backbone["absolute_positions"],
+                name=backbone.get("name", ""),
+            )
+        except (KeyError, ValueError) as exc:
+            raise RetrieverLoadError(
+                f"{directory / RETRIEVER_CONFIG}: incomplete BERT backbone entry ({exc}); re-export the retriever"
+            ) from exc
+    raise RetrieverLoadError(
+        f"{directory / RETRIEVER_CONFIG}: backbone kind {kind!r}, this hoprag reads t5 and bert"
+    )
 
 
 class GLMRetriever:
@@ -130,8 +174,7 @@ class GLMRetriever:
         self.question_embedder = question_embedder
         self.fallback = fallback
         self._name = name
-        cfg = model.encoder.backbone.config
-        self._buckets = (cfg.relative_attention_num_buckets, cfg.relative_attention_max_distance)
+        self._buckets = (model.encoder.num_buckets, model.encoder.max_distance)
 
     @property
     def name(self) -> str:

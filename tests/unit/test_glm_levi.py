@@ -49,6 +49,14 @@ def test_token_layout_and_concept_spans():
     assert enc.input_ids[-1] == 1  # the question keeps its EOS
 
 
+def test_node_positions_restart_in_every_node_and_run_through_the_question():
+    enc = _example()
+    # a0 a1 | b0 | c0 | r1 | r2x r2y | q0 q1 eos
+    assert enc.node_positions.tolist() == [0, 1, 0, 0, 0, 0, 1, 0, 1, 2]
+    batch = pad_batch([enc, encode_levi_graph([("u", "r", "v")], "q", WordTokenizer())], pad_token_id=0)
+    assert batch["node_positions"][1].tolist() == [0, 0, 0, 0, 1] + [0] * 5
+
+
 def test_graph_positions_and_kinds_match_the_hand_worked_matrix():
     enc = _example()
     graph = NAMES[:7]
