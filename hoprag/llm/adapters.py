@@ -73,14 +73,17 @@ def _fingerprint(path: str, stamp: tuple[tuple[str, int, int], ...]) -> str:
 def read_student_meta(adapter: str | Path, setting: str = "llm.embedded.adapter") -> dict[str, Any]:
     """The adapter's ``student.json`` ({} for an adapter made elsewhere)."""
     meta = _checked(adapter, setting) / STUDENT_META
-    if not meta.is_file():
-        return {}
+    return _json_object(meta) if meta.is_file() else {}
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    """A JSON file of the adapter that must hold an object (clear AdapterError otherwise)."""
     try:
-        data = json.loads(meta.read_text())
+        data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise AdapterError(f"{meta} is not valid JSON ({exc})") from exc
+        raise AdapterError(f"{path} is not valid JSON ({exc})") from exc
     if not isinstance(data, dict):
-        raise AdapterError(f"{meta} must hold a JSON object")
+        raise AdapterError(f"{path} must hold a JSON object")
     return data
 
 
@@ -88,12 +91,7 @@ def lora_rank(adapter: str | Path, setting: str = "llm.embedded.adapter") -> int
     """The largest LoRA rank in the adapter's ``adapter_config.json``: ``r``, or a larger per-module
     rank of its ``rank_pattern`` (what a serving engine's maximum rank must cover)."""
     config_file = _checked(adapter, setting) / "adapter_config.json"
-    try:
-        config = json.loads(config_file.read_text())
-    except json.JSONDecodeError as exc:
-        raise AdapterError(f"{config_file} is not valid JSON ({exc})") from exc
-    if not isinstance(config, dict):
-        raise AdapterError(f"{config_file} must hold a JSON object")
+    config = _json_object(config_file)
     ranks = [config.get("r"), *(config.get("rank_pattern") or {}).values()]
     ints = [r for r in ranks if isinstance(r, int) and not isinstance(r, bool)]
     if not ints or any(r < 1 for r in ints):
