@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,7 @@ def answer_examples(
         return ContextDocument(doc.title, doc.text, tuple(dict.fromkeys(triples)))
 
     by_title = {d.title: d for d in documents}
+    position = {d.title: i for i, d in enumerate(documents)}
     examples: list[StudentExample] = []
     seen: set[str] = set()
     for q in questions:
@@ -150,7 +152,7 @@ def answer_examples(
             report.answers_skipped += 1
             continue
         rng = random.Random(key)
-        others = [d for d in documents if d.title not in titles]
+        others = WithoutPositions(documents, [position[t] for t in titles])
         distractors = rng.sample(others, min(config.answer.distractor_documents, len(others)))
         supporting = [context(by_title[t]) for t in titles]
         examples.append(
@@ -158,3 +160,28 @@ def answer_examples(
         )
     report.answers = len(examples)
     return examples
+
+
+class WithoutPositions(Sequence[Document]):
+    """``items`` without the ones at ``excluded`` positions, as a read-only view: a question's
+    distractor pool in O(supporting documents) instead of a copy of the corpus per question.
+    ``random.sample`` draws from it exactly what it draws from the equivalent list."""
+
+    def __init__(self, items: Sequence[Document], excluded: Sequence[int]) -> None:
+        self._items = items
+        self._excluded = sorted(set(excluded))
+
+    def __len__(self) -> int:
+        return len(self._items) - len(self._excluded)
+
+    def __getitem__(self, index: int) -> Document:  # type: ignore[override]
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        # the item at ``index`` of the view is the first position p with p - (excluded <= p) == index
+        position = index
+        for excluded in self._excluded:
+            if excluded <= position:
+                position += 1
+            else:
+                break
+        return self._items[position]

@@ -110,7 +110,8 @@ class LazyLLM:
             return frozenset()
         from hoprag.llm.adapters import student_tasks
 
-        return student_tasks(adapter)
+        # the setting named in warnings and errors is the selected backend's own
+        return student_tasks(adapter, f"llm.{self.config.backend}.adapter")
 
     def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
         return self.get().generate(prompts, params)

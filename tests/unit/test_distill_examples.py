@@ -169,3 +169,20 @@ def test_the_learning_rate_warms_up_then_decays_to_a_tenth() -> None:
     assert learning_rate(config, 9) == pytest.approx(1.0)
     assert learning_rate(config, 10) == pytest.approx(1.0)
     assert learning_rate(config, 100) == pytest.approx(0.1)
+
+
+def test_distractor_pool_view_draws_what_the_filtered_list_draws() -> None:
+    import random
+
+    from distillation.teacher import WithoutPositions
+    from indexing.corpus import Document
+
+    documents = [Document(title=f"d{i}", text=f"text {i}") for i in range(40)]
+    for excluded in ([], [0], [39], [3, 4, 17], [17, 3]):
+        view = WithoutPositions(documents, excluded)
+        filtered = [d for i, d in enumerate(documents) if i not in excluded]
+        assert len(view) == len(filtered) and list(view) == filtered
+        for seed in range(5):
+            assert random.Random(seed).sample(view, 3) == random.Random(seed).sample(filtered, 3)
+    with pytest.raises(IndexError):
+        WithoutPositions(documents, [1])[39]

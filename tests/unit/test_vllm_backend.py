@@ -548,6 +548,10 @@ def test_student_tasks_are_known_without_loading_the_model(tmp_path: Path) -> No
     lazy = LazyLLM(LLMBackendConfig.model_validate({"backend": "vllm", "vllm": config.model_dump()}))
     assert lazy.student_tasks == {"openie", "ner", "answer"} and not lazy.loaded
     assert uses_student_prompt(lazy, "openie")
+    # a bad adapter directory is reported under the vLLM backend's own setting
+    missing = {"backend": "vllm", "vllm": {"model": "m", "adapter": str(tmp_path / "nowhere")}}
+    with pytest.raises(AdapterError, match=r"^llm\.vllm\.adapter="):
+        _ = LazyLLM(LLMBackendConfig.model_validate(missing)).student_tasks
 
 
 @pytest.mark.parametrize(
