@@ -85,7 +85,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_plan_bench_arguments(bp)
     add_config_args(bp)
     bt = bsub.add_parser(
-        "train", help="GLM training throughput (1 vs 2 workers), retrieval latency, sampler scaling"
+        "train",
+        help="GLM training throughput (1 vs 2 workers), retrieval latency (by subgraph size and by "
+        "backbone), sampler scaling",
     )
     bt.add_argument(
         "--index", type=Path, default=Path("runs/demo/index"), help="index with processed questions"
@@ -93,7 +95,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     bt.add_argument(
         "--steps", type=int, default=20, help="training steps per worker count (0 skips training)"
     )
-    bt.add_argument("--questions", type=int, default=20, help="questions for the latency measurement")
+    bt.add_argument("--questions", type=int, default=20, help="questions for the latency measurements")
+    bt.add_argument(
+        "--budgets",
+        type=int,
+        nargs="*",
+        default=[100, 300, 600],
+        metavar="TRIPLES",
+        help="max_triplets of the embedded GLM's latency-by-subgraph-size section (none: skip it)",
+    )
+    bt.add_argument(
+        "--backbones",
+        nargs="*",
+        default=["embedded", "minilm"],
+        metavar="MODEL",
+        help="GLM backbones (backbone.model values) whose latency at 100 triples is compared stage by "
+        "stage, taking turns on the same subgraphs; ratios are to the first (none: skip it)",
+    )
+    bt.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="questions per forward in the batched part of the backbone comparison (default: "
+        "GLMSettings.batch_size, what a retriever uses)",
+    )
+    bt.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     bt.add_argument("--workdir", type=Path, default=Path("runs/bench-train"))
     bt.add_argument("--json", action="store_true", help="one line of JSON")
 

@@ -106,13 +106,19 @@ class GraphBertEncoder(GraphEncoder):
     def attention_bias(self, buckets: torch.Tensor, mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         """``(B, H, N, N)`` graph bias with the mask folded in (built once, added in every layer).
 
-        Gathered head by head so the result is contiguous in ``(B, H, N, N)``: an ``(B, N, N, H)``
-        lookup permuted into place would be copied by the attention kernel in every layer.
+        One gather does both: blocked pairs are pointed at an extra, constant table row of
+        ``finfo.min`` (no mask pass over the ``B·H·N²`` result), and the table is read transposed
+        ``(H, rows)`` so every head's ``N²`` values come out contiguous in ``(B, H, N, N)`` (a no-op
+        ``transpose`` for one question): an ``(B, N, N, H)`` lookup permuted into place would be
+        copied by the attention kernel in every layer.
         """
         weight = self.graph_bias.weight.to(dtype)
-        bias = weight.t()[:, buckets].transpose(0, 1).contiguous()  # (H, B, N, N) → (B, H, N, N)
-        # in place on the fresh gather (its backward needs only the bucket ids): no third N² copy
-        return bias.masked_fill_(~mask.unsqueeze(1), torch.finfo(dtype).min)
+        blocked = weight.new_full((1, weight.shape[1]), torch.finfo(dtype).min)
+        table = torch.cat([weight, blocked]).t().contiguous()  # (H, rows + 1)
+        index = torch.where(mask, buckets, weight.shape[0])  # the blocked row where not allowed
+        b, n, m = buckets.shape
+        bias = table.index_select(1, index.reshape(-1)).view(-1, b, n, m)  # (H, B, N, N)
+        return bias.transpose(0, 1).contiguous()
 
     def forward(
         self,
