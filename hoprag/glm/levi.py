@@ -153,19 +153,27 @@ def bucket_ids(
     import torch
     from transformers.models.t5.modeling_t5 import T5Attention
 
-    positions = torch.as_tensor(positions, dtype=torch.long)
-    kinds = torch.as_tensor(kinds, dtype=torch.long)
-    buckets = T5Attention._relative_position_bucket(
-        positions, bidirectional=True, num_buckets=num_buckets, max_distance=max_distance
+    positions = torch.as_tensor(positions)
+    kinds = torch.as_tensor(kinds)
+    # Relative positions span a few hundred values at most: bucket each value once and look the
+    # B·N² pairs up in that table (T5's log bucketing over every pair was most of collate's time).
+    low = int(positions.min()) if positions.numel() else 0
+    high = int(positions.max()) if positions.numel() else 0
+    table = T5Attention._relative_position_bucket(
+        torch.arange(low, high + 1), bidirectional=True, num_buckets=num_buckets, max_distance=max_distance
     )
+    offsets = (positions - low).reshape(-1)
+    if offsets.dtype not in (torch.int32, torch.int64):
+        offsets = offsets.long()
+    buckets = table.index_select(0, offsets).view(positions.shape)
     first_text = num_buckets + (1 if global_graph else 0)
-    buckets = torch.where(kinds == GRAPH_FAR, torch.full_like(buckets, num_buckets), buckets)
-    buckets = torch.where(kinds == TEXT_TO_GRAPH, torch.full_like(buckets, first_text), buckets)
-    buckets = torch.where(kinds == GRAPH_TO_TEXT, torch.full_like(buckets, first_text + 1), buckets)
+    buckets = buckets.masked_fill(kinds == GRAPH_FAR, num_buckets)
+    buckets = buckets.masked_fill(kinds == TEXT_TO_GRAPH, first_text)
+    buckets = buckets.masked_fill(kinds == GRAPH_TO_TEXT, first_text + 1)
     mask = kinds != PAD
     if not global_graph:
         mask &= kinds != GRAPH_FAR
-    buckets = torch.where(mask, buckets, torch.zeros_like(buckets))
+    buckets = buckets.masked_fill(~mask, 0)
     return buckets, mask
 
 

@@ -6,6 +6,7 @@ Graph: (a, r1, b), (b, r2, c) with token lengths a=2, r1=1, b=1, r2=2, c=1; ques
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from hoprag.glm.levi import (
@@ -132,3 +133,19 @@ def test_isolated_concepts_and_empty_labels_still_get_tokens():
     assert enc.concepts == ["lonely seed", ""]
     assert enc.concept_spans == [(0, 2), (2, 3)]
     assert enc.input_ids[2] == WordTokenizer.unk_token_id
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_bucket_lookup_equals_t5_bucketing_of_every_pair(dtype):
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    rng = np.random.default_rng(3)
+    positions = rng.integers(-300, 300, size=(2, 40, 40)).astype(dtype)
+    kinds = np.full((2, 40, 40), POSITION, dtype=np.int8)
+    buckets, mask = bucket_ids(positions, kinds, 32, 128)
+    expected = T5Attention._relative_position_bucket(
+        torch.as_tensor(positions, dtype=torch.long), bidirectional=True, num_buckets=32, max_distance=128
+    )
+    assert torch.equal(buckets, expected) and bool(mask.all())
+    empty, empty_mask = bucket_ids(np.zeros((0, 0, 0), dtype), np.zeros((0, 0, 0), np.int8), 32, 128)
+    assert empty.shape == empty_mask.shape == (0, 0, 0)
