@@ -62,3 +62,11 @@ class TrainConfig(StrictModel):
     )
     train_split: str = Field(default="train", description="Question split of the index to train on.")
     seed: int = 0
+    init: str | None = Field(
+        default=None,
+        description="Warm start: an exported retriever (RUN_DIR or RUN_DIR/retriever) whose weights the "
+        "model starts from (fresh optimizer, step 0; the run's own checkpoints still win on a re-run). "
+        "The backbone and the GLM settings that shape the network (global_graph, with_text, question_dim, "
+        "question_embedder) come from it; the other glm settings default to its values, and this config "
+        "may override them. See docs/glm.md.",
+    )

@@ -85,8 +85,8 @@ class WorkerSession:
 
     @classmethod
     def setup(cls, params: dict[str, Any]) -> WorkerSession:
-        """Load the index and questions (this worker's shard), the tokenizer, the question embedder,
-        the model and its DeepSpeed engine."""
+        """Load the index and questions (this worker's shard), the question embedder, the tokenizer
+        and model (built fresh, or with ``init`` the exported retriever's) and its DeepSpeed engine."""
         import deepspeed
         import ray.train
         import torch
@@ -112,14 +112,19 @@ class WorkerSession:
                 f"{self.index.path}: no '{config.train_split}' questions with linked entities and gold documents"
             )
         self.shard = train_rows[self.rank :: self.world]
-        self.tokenizer = load_tokenizer(config.backbone)
         self.embedder = SentenceTransformerEmbedder(config.glm.question_embedder)
         self.shard_vectors = self.embedder.encode([r["question"] for r in self.shard])
 
-        model = GLMRetrieverModel(
-            build_graph_encoder(config.backbone, config.glm.global_graph, config.glm.with_text),
-            self.embedder.dim,
-        )
+        if config.init is not None:  # warm start: an exported retriever's network and tokenizer
+            from training.warm_start import warm_start_model
+
+            model, self.tokenizer = warm_start_model(config.init, self.embedder.dim)
+        else:
+            self.tokenizer = load_tokenizer(config.backbone)
+            model = GLMRetrieverModel(
+                build_graph_encoder(config.backbone, config.glm.global_graph, config.glm.with_text),
+                self.embedder.dim,
+            )
         optimizer = torch.optim.AdamW(
             model.parameter_groups(config.optim.head_lr, config.optim.backbone_lr),
             weight_decay=config.optim.weight_decay,
@@ -235,7 +240,11 @@ class WorkerSession:
             from hoprag.glm.retriever import save_retriever
 
             save_retriever(
-                Path(self.params["out"]) / "retriever", self.engine.module, self.tokenizer, self.config.glm
+                Path(self.params["out"]) / "retriever",
+                self.engine.module,
+                self.tokenizer,
+                self.config.glm,
+                init=self.params.get("init"),
             )
 
 

@@ -16,6 +16,7 @@ from hoprag.config import dump_config
 from hoprag.ray_runtime import RayConfig, init_ray
 from training.config import RunSettings, TrainConfig
 from training.loop import PROGRESS_FILE, read_progress, train_loop_per_worker, worker_env
+from training.warm_start import remember_init, resolve_init
 
 RUN_NAME = "glm"
 
@@ -23,10 +24,16 @@ RUN_NAME = "glm"
 def run_training(
     index_dir: Path, out: Path, config: TrainConfig, ray_config: RayConfig | None = None
 ) -> dict[str, Any]:
-    """Train, checkpoint and export ``out/retriever``; returns the final metrics."""
+    """Train, checkpoint and export ``out/retriever``; returns the final metrics. With
+    ``config.init`` the model starts from that exported retriever (:mod:`training.warm_start`,
+    checked here before Ray starts; :class:`~training.warm_start.InitError` if unusable)."""
     from ray.train.torch import TorchTrainer
 
     out = Path(out).resolve()
+    init = None
+    if config.init is not None:
+        config, init = resolve_init(config, out)
+    remember_init(out, init)
     out.mkdir(parents=True, exist_ok=True)
     (out / "train_config.yaml").write_text(dump_config(config))
     init_ray(ray_config)
@@ -36,11 +43,14 @@ def run_training(
             "config": config.model_dump(mode="json"),
             "index": str(Path(index_dir).resolve()),
             "out": str(out),
+            "init": init,
         },
         **trainer_options(config.run, RUN_NAME, out),
     )
     result = fit_with_progress(trainer, out, "GLM training")
     metrics = dict(result.metrics or {})
+    if init is not None:
+        metrics["init"] = init
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
     return metrics
 

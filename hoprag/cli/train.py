@@ -19,6 +19,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument("--max-steps", type=int, default=None, help="stop after N optimizer steps (quick runs)")
     t.add_argument("--workers", type=int, default=None, help="Ray Train workers (overrides run.num_workers)")
+    t.add_argument(
+        "--init",
+        type=Path,
+        default=None,
+        metavar="RUN_DIR",
+        help="warm start: begin from this exported retriever's weights and architecture (RUN_DIR or "
+        "RUN_DIR/retriever; fresh optimizer, step 0); overrides the config's init",
+    )
     t.add_argument("--ray-address", default=None, help="existing Ray cluster (default: start a local one)")
     add_config_args(t)
     t.set_defaults(handler=run_train, run_dir_arg="out")
@@ -31,6 +39,7 @@ def run_train(args: argparse.Namespace) -> int:
     from hoprag.ray_runtime import RayConfig
     from training.config import TrainConfig
     from training.trainer import run_training
+    from training.warm_start import InitError
 
     overrides = list(args.overrides)
     if args.max_steps is not None:
@@ -38,11 +47,16 @@ def run_train(args: argparse.Namespace) -> int:
     if args.workers is not None:
         overrides.append(f"run.num_workers={args.workers}")
     config = load_config(TrainConfig, args.config, overrides)
+    if args.init is not None:
+        config = config.model_copy(update={"init": str(args.init)})
     try:
         KGIndex(args.index)
     except KGIndexError as exc:
         raise UserError(str(exc)) from exc
-    metrics = run_training(args.index, args.out, config, RayConfig(address=args.ray_address))
+    try:
+        metrics = run_training(args.index, args.out, config, RayConfig(address=args.ray_address))
+    except InitError as exc:
+        raise UserError(str(exc)) from exc
     print(json.dumps({k: v for k, v in metrics.items() if isinstance(v, int | float | str)}))
     print(f"retriever exported to {args.out / 'retriever'}")
     return 0

@@ -5,7 +5,9 @@ A retriever directory holds everything needed to serve it without network access
     retriever.json       format version, the backbone (kind t5 or bert, its config name, and for
                          BERT the HF config dict, the graph-bias buckets and absolute-position
                          mode), the T5 config dict (T5 only), GLM variant, sampler, ranker and
-                         question-embedder settings
+                         question-embedder settings; for a warm-started run (``hoprag train --init``)
+                         also ``init``: the init retriever's path, weights SHA-256, backbone and its
+                         own ``init``, if any
     model.safetensors    weights of the whole GLM retriever network
     tokenizer/           the backbone tokenizer
 
@@ -45,8 +47,15 @@ from hoprag.kg.index import KGIndex
 from hoprag.retrieval.base import RankedDocument, RetrievalQuery, RetrievalResult, Retriever
 
 
-def save_retriever(out_dir: Path, model: GLMRetrieverModel, tokenizer: Any, settings: GLMSettings) -> Path:
-    """Write a retriever directory atomically (temp dir + rename)."""
+def save_retriever(
+    out_dir: Path,
+    model: GLMRetrieverModel,
+    tokenizer: Any,
+    settings: GLMSettings,
+    init: dict[str, Any] | None = None,
+) -> Path:
+    """Write a retriever directory atomically (temp dir + rename); ``init``: where a warm-started
+    run's weights came from (recorded as ``init`` in retriever.json)."""
     from safetensors.torch import save_file
 
     out_dir = Path(out_dir)
@@ -65,6 +74,8 @@ def save_retriever(out_dir: Path, model: GLMRetrieverModel, tokenizer: Any, sett
             "backbone": backbone,
             "settings": settings.model_dump(mode="json"),
         }
+        if init is not None:
+            meta["init"] = init
         if backbone["kind"] == GraphT5Encoder.kind:  # where exports before the backbone entry kept it
             meta["t5_config"] = backbone.pop("config")
         (tmp / RETRIEVER_CONFIG).write_text(json.dumps(meta, indent=2, sort_keys=True))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import threading
@@ -19,8 +20,9 @@ from hoprag.retrieval.metrics import recall_at_k
 from indexing.corpus import read_corpus
 from indexing.pipeline import build_index
 from tests.integration.conftest import http_index_config
-from training.config import TrainConfig
+from training.config import OptimConfig, TrainConfig
 from training.trainer import run_training
+from training.warm_start import InitError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -104,3 +106,61 @@ def test_a_killed_worker_is_replaced_and_training_finishes(tmp_path, train_index
     assert killed, "no worker was killed: the run ended before its first checkpoint"
     assert metrics["step"] == 16
     assert (run / "retriever" / "retriever.json").is_file()
+
+
+def test_init_warm_starts_from_an_exported_retriever(tmp_path, train_index, ray_cluster):
+    """Run B with init=A starts from A's exported weights: with learning rates too small to move a
+    float32 weight, B's export after its steps is exactly A's export (a B that ignored init would
+    export a fresh build's weights, which A's training moved away from)."""
+    import torch
+    from safetensors.torch import load_file
+
+    from hoprag.glm.backbone import build_graph_encoder
+    from hoprag.glm.model import GLMRetrieverModel
+    from hoprag.glm.retriever import load_retriever_model, save_retriever
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_training(train_index, a, _config(2), RayConfig(address=ray_cluster))
+    frozen = OptimConfig(head_lr=1e-30, backbone_lr=1e-30)
+    config_b = _config(2).model_copy(update={"init": str(a), "optim": frozen})
+    metrics = run_training(train_index, b, config_b, RayConfig(address=ray_cluster))
+    assert metrics["step"] == 2 and metrics["loss"] > 0  # B trained (2 optimizer steps) and exported
+
+    weights_a = load_file(str(a / "retriever" / "model.safetensors"))
+    weights_b = load_file(str(b / "retriever" / "model.safetensors"))
+    assert weights_a.keys() == weights_b.keys()
+    for name, tensor in weights_a.items():
+        assert torch.allclose(weights_b[name], tensor, rtol=0, atol=1e-12), name
+    fresh = GLMRetrieverModel(build_graph_encoder(config_b.backbone), 384).state_dict()
+    assert max(float((fresh[k] - v).abs().max()) for k, v in weights_a.items()) > 1e-4
+
+    meta = json.loads((b / "retriever" / "retriever.json").read_text())
+    assert meta["init"]["path"] == str((a / "retriever").resolve())
+    assert (
+        meta["init"]["weights_sha256"]
+        == hashlib.sha256((a / "retriever" / "model.safetensors").read_bytes()).hexdigest()
+    )
+    assert meta["init"]["backbone"].startswith("'embedded' (t5, num_layers=1")
+    assert "init" not in json.loads((a / "retriever" / "retriever.json").read_text())
+    assert f"init: {(a / 'retriever').resolve()}" in (b / "train_config.yaml").read_text()
+    assert json.loads((b / "metrics.json").read_text())["init"] == meta["init"]
+
+    # re-running the same command resumes B from its own checkpoint (step 2 → 3)
+    again = run_training(
+        train_index, b, config_b.model_copy(update={"max_steps": 3}), RayConfig(address=ray_cluster)
+    )
+    assert again["step"] == 3
+    states = sorted((b / "ray" / "glm").glob("checkpoint_*/trainer_state.json"))
+    assert max(json.loads(p.read_text())["step"] for p in states) == 3
+    # ... and refuses another init (other weights): B's checkpoints would win over it
+    model, tokenizer, settings = load_retriever_model(a)
+    with torch.no_grad():
+        model.question_proj.bias.add_(1.0)
+    save_retriever(tmp_path / "c" / "retriever", model, tokenizer, settings)
+    with pytest.raises(InitError, match="was started from init"):
+        run_training(
+            train_index,
+            b,
+            config_b.model_copy(update={"init": str(tmp_path / "c")}),
+            RayConfig(address=ray_cluster),
+        )
