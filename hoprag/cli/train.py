@@ -13,7 +13,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser(
         "train", help="train the GLM retriever with Ray Train + DeepSpeed; exports RUN_DIR/retriever"
     )
-    t.add_argument("--index", type=Path, required=True, help="index directory with processed questions")
+    t.add_argument(
+        "--index",
+        type=Path,
+        action="append",
+        default=None,
+        help="index directory with processed questions; repeat to train on several (replaces the "
+        "config's data.indexes; set names and weights there)",
+    )
     t.add_argument(
         "--out", type=Path, required=True, help="run directory (re-running the same command resumes)"
     )
@@ -26,10 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     from hoprag.config import load_config
-    from hoprag.kg.index import KGIndex
-    from hoprag.kg.store import KGIndexError
     from hoprag.ray_runtime import RayConfig
     from training.config import TrainConfig
+    from training.data import TrainDataError
     from training.trainer import run_training
 
     overrides = list(args.overrides)
@@ -39,10 +45,9 @@ def run_train(args: argparse.Namespace) -> int:
         overrides.append(f"run.num_workers={args.workers}")
     config = load_config(TrainConfig, args.config, overrides)
     try:
-        KGIndex(args.index)
-    except KGIndexError as exc:
+        metrics = run_training(args.index, args.out, config, RayConfig(address=args.ray_address))
+    except TrainDataError as exc:
         raise UserError(str(exc)) from exc
-    metrics = run_training(args.index, args.out, config, RayConfig(address=args.ray_address))
     print(json.dumps({k: v for k, v in metrics.items() if isinstance(v, int | float | str)}))
     print(f"retriever exported to {args.out / 'retriever'}")
     return 0
