@@ -266,7 +266,8 @@ class WorkerSession:
         import torch
         import torch.distributed as dist
 
-        counts = torch.as_tensor(self.seen, dtype=torch.int64).to(self.engine.device)
+        # a copy: all_reduce works in place, and as_tensor would share self.seen's memory
+        counts = torch.tensor(self.seen, dtype=torch.int64, device=self.engine.device)
         if dist.is_available() and dist.is_initialized():
             dist.all_reduce(counts)
         return self.seen_before + counts.cpu().numpy()

@@ -40,7 +40,7 @@ def second_index(tmp_path_factory, rule_server, ray_cluster):
     """A second, smaller index: another synthetic benchmark (different seed and documents)."""
     corpus = tmp_path_factory.mktemp("synthetic-b")
     write_benchmark(
-        SyntheticConfig(seed=11, num_documents=20, num_train_questions=8, num_test_questions=2), corpus
+        SyntheticConfig(seed=11, num_documents=36, num_train_questions=8, num_test_questions=2), corpus
     )
     out = tmp_path_factory.mktemp("train-index-b") / "index"
     build_index(out, http_index_config(rule_server.base_url, ray_cluster), corpus=read_corpus(corpus))
