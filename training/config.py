@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from hoprag.config import StrictModel
 from hoprag.glm.backbone import BackboneConfig
@@ -47,9 +48,83 @@ class RunSettings(StrictModel):
     keep_checkpoints: int = Field(default=2, ge=1)
 
 
-class TrainConfig(StrictModel):
-    """Everything ``hoprag train`` needs besides ``--index`` and ``--out``."""
+class IndexSource(StrictModel):
+    """One index to train on."""
 
+    path: Path = Field(
+        description="Index directory with processed questions (relative to the working directory)."
+    )
+    name: str | None = Field(
+        default=None,
+        min_length=1,
+        pattern=r"^[^/\s]+$",
+        description="Label in metrics (val_recall@2/NAME, examples/NAME); default: the directory's name "
+        "(PARENT-NAME where two indexes' directories share a name).",
+    )
+    weight: float | None = Field(
+        default=None,
+        gt=0,
+        description="Relative sampling weight. Unset on every index (default): indexes are mixed in "
+        "proportion to their training questions, each question once per epoch. Set on every index: "
+        "an epoch (as many examples as all indexes have training questions) draws from each index in "
+        "proportion to its weight, cycling through a small index's questions or using a subset of a "
+        "large one's.",
+    )
+
+    @property
+    def label(self) -> str:
+        return self.name or self.path.name
+
+
+class TrainData(StrictModel):
+    """Which indexes to train on and how training examples reach the workers."""
+
+    indexes: list[IndexSource] = Field(
+        default_factory=list,
+        description="Indexes to train on; `hoprag train --index` (repeatable) replaces this list.",
+    )
+    streaming: bool = Field(
+        default=True,
+        description="Encode training subgraphs in a Ray Data map stage and stream them to the workers "
+        "(ray.train.get_dataset_shard); false: each worker samples and encodes its own questions "
+        "in-process (no Ray Data actors; exact resume; for tiny runs and debugging).",
+    )
+    map_batch_size: int = Field(
+        default=4,
+        ge=1,
+        description="Questions per Ray Data batch of the encoding stage (a batch of "
+        "encoded subgraphs is tokens² bytes each: keep it small).",
+    )
+    map_concurrency: int = Field(default=1, ge=1, description="Encoding actors (each loads every index).")
+    map_num_cpus: float = Field(
+        default=0.25,
+        gt=0,
+        description="CPUs reserved per encoding actor; fractional so that the actors fit beside the "
+        "training workers on small machines.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TrainData:
+        # Unnamed indexes whose directories share a name (runs/a/index, runs/b/index) are told
+        # apart by their parent directory (a-index, b-index).
+        defaults = [s.path.name for s in self.indexes if s.name is None]
+        for s in self.indexes:
+            if s.name is None and defaults.count(s.path.name) > 1 and s.path.parent.name:
+                s.name = f"{s.path.parent.name}-{s.path.name}"
+        labels = [s.label for s in self.indexes]
+        duplicates = sorted({n for n in labels if labels.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"index names must be unique (set `name`): {', '.join(duplicates)} repeated")
+        weighted = [s.weight is not None for s in self.indexes]
+        if any(weighted) and not all(weighted):
+            raise ValueError("set `weight` on every index or on none (none = proportional to questions)")
+        return self
+
+
+class TrainConfig(StrictModel):
+    """Everything ``hoprag train`` needs besides ``--out`` (indexes: ``data.indexes`` or ``--index``)."""
+
+    data: TrainData = Field(default_factory=TrainData)
     backbone: BackboneConfig = Field(default_factory=BackboneConfig)
     glm: GLMSettings = Field(default_factory=GLMSettings)
     optim: OptimConfig = Field(default_factory=OptimConfig)

@@ -1,25 +1,29 @@
-"""The per-worker training loop: DeepSpeed engine, sharded questions, checkpoints via Ray Train.
+"""The per-worker training loop: DeepSpeed engine, encoded subgraphs, checkpoints via Ray Train.
 
 Runs inside Ray Train workers (``TorchTrainer``), which have already set up the process group
-(gloo on CPU, NCCL on GPU); ``deepspeed.initialize`` joins it. Every ``checkpoint_every`` steps
-each worker writes its DeepSpeed shard into a local directory and ``ray.train.report`` persists
-them together as one checkpoint; after a failure (or a re-run of the same command) the loop
-resumes from it: engine state, step, epoch and position in the epoch.
+(gloo on CPU, NCCL on GPU); ``deepspeed.initialize`` joins it. Training examples come from the
+run's epoch plans (:mod:`training.data`): streamed from the Ray Data dataset shard
+``ray.train.get_dataset_shard("train")`` (``data.streaming``) or encoded by the worker itself.
+Every ``checkpoint_every`` steps each worker writes its DeepSpeed shard into a local directory
+and ``ray.train.report`` persists them together as one checkpoint; after a failure (or a re-run
+of the same command) the loop resumes from it: engine state, step, epoch and position in the
+epoch (streaming: the batches of the stream before that position are read and dropped).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from training.config import TrainConfig
+from training.data import EpochGeometry, TrainSet, examples_from_columns, sources_from_params
 
 STATE_FILE = "trainer_state.json"
 DS_TAG = "hoprag"
@@ -59,7 +63,7 @@ def split_questions(
 
 
 def train_loop_per_worker(params: dict[str, Any]) -> None:
-    """Entry point of each Ray Train worker (``params``: config dict, index path, run dir):
+    """Entry point of each Ray Train worker (``params``: config dict, the indexes, run dir):
     set up, resume from the last checkpoint, train epoch by epoch (validating and checkpointing
     after each), export the retriever."""
     session = WorkerSession.setup(params)
@@ -77,7 +81,7 @@ class WorkerSession:
         self.params = params
         self.config = config
         self.rank, self.world = rank, world
-        self.state = {"epoch": 0, "batch": 0, "step": 0}
+        self.state: dict[str, Any] = {"epoch": 0, "batch": 0, "step": 0}
         self.metrics: dict[str, Any] = {}
         self.started = time.perf_counter()
         self.tokens_seen = 0
@@ -85,8 +89,9 @@ class WorkerSession:
 
     @classmethod
     def setup(cls, params: dict[str, Any]) -> WorkerSession:
-        """Load the index and questions (this worker's shard), the question embedder, the tokenizer
-        and model (built fresh, or with ``init`` the exported retriever's) and its DeepSpeed engine."""
+        """Load the indexes and their questions (where this worker encodes or validates), the
+        question embedder, the tokenizer and model (built fresh, or with ``init`` the exported
+        retriever's) and its DeepSpeed engine."""
         import deepspeed
         import ray.train
         import torch
@@ -94,7 +99,6 @@ class WorkerSession:
         from hoprag.embedding import SentenceTransformerEmbedder
         from hoprag.glm.backbone import build_graph_encoder, load_tokenizer
         from hoprag.glm.model import GLMRetrieverModel
-        from hoprag.kg.index import KGIndex
 
         config = TrainConfig.model_validate(params["config"])
         ctx = ray.train.get_context()
@@ -103,17 +107,12 @@ class WorkerSession:
         if not config.run.use_gpu:
             torch.set_num_threads(max(1, int(config.run.cpus_per_worker)))
 
-        self.index = KGIndex(params["index"])
-        if self.index.questions is None:
-            raise ValueError(f"{self.index.path} has no processed questions to train on")
-        train_rows, self.val_rows = split_questions(self.index.questions.to_pylist(), config)
-        if not train_rows:
-            raise ValueError(
-                f"{self.index.path}: no '{config.train_split}' questions with linked entities and gold documents"
-            )
-        self.shard = train_rows[self.rank :: self.world]
+        self.sources = sources_from_params(params)
+        # Streaming, only rank 0 (validation) needs the indexes; in memory every worker encodes.
+        self.trainset = (
+            TrainSet(self.sources, config) if self.rank == 0 or not config.data.streaming else None
+        )
         self.embedder = SentenceTransformerEmbedder(config.glm.question_embedder)
-        self.shard_vectors = self.embedder.encode([r["question"] for r in self.shard])
 
         if config.init is not None:  # warm start: an exported retriever's network and tokenizer
             from training.warm_start import warm_start_model
@@ -133,11 +132,14 @@ class WorkerSession:
             model=model, optimizer=optimizer, config=deepspeed_config(config)
         )
         self.buckets = (model.encoder.num_buckets, model.encoder.max_distance)
-        # Every worker must take the same number of steps (collectives): the smallest shard (the last
-        # rank's) decides, so every batch index below is within every worker's shard.
+        # Every worker must take the same number of steps (collectives): an epoch is a whole number
+        # of steps of every worker (training.data.EpochGeometry).
         self.micro = config.deepspeed.micro_batch_size
-        self.batches_per_epoch = math.ceil(len(train_rows[self.world - 1 :: self.world]) / self.micro)
-        self.total_steps = config.max_steps or config.epochs * self.batches_per_epoch
+        self.geometry = EpochGeometry.of(sum(s.n_train for s in self.sources), self.world, self.micro)
+        self.batches_per_epoch = self.geometry.batches_per_epoch
+        self.total_steps = total_steps(config, self.batches_per_epoch)
+        self.seen = np.zeros(len(self.sources), dtype=np.int64)  # examples this session, this worker
+        self.seen_before = np.zeros(len(self.sources), dtype=np.int64)  # all workers, earlier sessions
         return self
 
     def resume(self) -> None:
@@ -149,6 +151,43 @@ class WorkerSession:
             with checkpoint.as_directory() as directory:
                 self.engine.load_checkpoint(directory, tag=DS_TAG)
                 self.state = json.loads((Path(directory) / STATE_FILE).read_text())
+        if "examples" in self.state:
+            self.seen_before = np.asarray(self.state["examples"], dtype=np.int64)
+        self.batches = self.stream_batches() if self.config.data.streaming else self.memory_batches()
+
+    def stream_batches(self) -> Iterator[tuple[Any, list[Any]]]:
+        """``(index ids, examples)`` micro-batches of this worker's shard of the streamed dataset.
+
+        The dataset starts at epoch ``params["first_epoch"]`` (the driver's resume point); on resume
+        the batches this worker consumed since then are read and dropped (encoded again by the map
+        stage, not trained on). Which rows a worker reads is up to Ray Data's split, so the
+        dropped batches hold the same number of rows as were trained on, not necessarily the same rows.
+        """
+        import ray.train
+
+        from training.data import iter_stream
+
+        skip = (self.state["epoch"] - self.params["first_epoch"]) * self.batches_per_epoch + self.state[
+            "batch"
+        ]
+        shard = ray.train.get_dataset_shard("train")
+        for batch in iter_stream(shard, self.micro, max(0, skip)):
+            yield batch["index"], examples_from_columns(batch)
+
+    def memory_batches(self) -> Iterator[tuple[Any, list[Any]]]:
+        """``(index ids, examples)`` micro-batches this worker samples and encodes itself: its rows
+        ``plan[rank::world]`` of each epoch's plan, from the current position on."""
+        from training.data import encode_rows, worker_plan
+
+        assert self.trainset is not None
+        epoch, batch = self.state["epoch"], self.state["batch"]
+        while True:
+            plan = worker_plan(self.sources, self.config, epoch, self.geometry, self.rank, self.world)
+            for b in range(batch, self.batches_per_epoch):
+                pairs = [(int(i), int(r)) for i, r in plan[b * self.micro : (b + 1) * self.micro]]
+                columns = encode_rows(self.trainset, pairs, self.tokenizer, self.embedder, self.config)
+                yield np.asarray(columns["index"]), examples_from_columns(columns)
+            epoch, batch = epoch + 1, 0
 
     def has_work(self) -> bool:
         return self.state["epoch"] < self.config.epochs and self.state["step"] < self.total_steps
@@ -156,33 +195,26 @@ class WorkerSession:
     def train_epoch(self) -> None:
         """The rest of the current epoch (or up to the step budget), checkpointing every
         ``run.checkpoint_every`` steps except the last."""
-        order = np.random.default_rng(self.config.seed + self.state["epoch"]).permutation(len(self.shard))
         self.engine.train()
         while self.state["batch"] < self.batches_per_epoch and self.state["step"] < self.total_steps:
-            batch_index = self.state["batch"]
-            self.train_step(order[batch_index * self.micro : (batch_index + 1) * self.micro])
+            try:
+                index_ids, examples = next(self.batches)
+            except StopIteration:
+                raise RuntimeError(
+                    f"the training stream ended at step {self.state['step']} of {self.total_steps}"
+                ) from None
+            self.train_step(examples, index_ids)
             last = self.state["step"] >= self.total_steps
             if self.state["step"] % self.config.run.checkpoint_every == 0 and not last:
                 self.checkpoint()
 
-    def train_step(self, shard_positions: Any) -> None:
-        """One optimizer step on the questions at ``shard_positions`` of this worker's shard."""
-        from hoprag.glm.data import build_example, collate
+    def train_step(self, examples: list[Any], index_ids: Any) -> None:
+        """One optimizer step on a micro-batch of encoded examples (``index_ids``: their indexes)."""
+        from hoprag.glm.data import collate
         from hoprag.glm.losses import retrieval_loss
 
         config = self.config
-        examples = [
-            build_example(
-                self.index,
-                self.shard[i]["question"],
-                self.shard[i]["question_entities"],
-                self.shard_vectors[i],
-                self.tokenizer,
-                config.glm.sampler,
-                supporting_entities=self.shard[i]["supporting_entities"],
-            )
-            for i in shard_positions
-        ]
+        self.seen += np.bincount(np.asarray(index_ids, dtype=np.int64), minlength=len(self.sources))
         batch = collate(examples, self.tokenizer.pad_token_id, *self.buckets, config.glm.global_graph)
         batch = batch.to(self.engine.device)
         logits = self.engine(batch)
@@ -215,19 +247,50 @@ class WorkerSession:
         if self.state["batch"] >= self.batches_per_epoch:
             self.state["epoch"] += 1
             self.state["batch"] = 0
-        self.checkpoint(self.validate() if self.rank == 0 and self.val_rows else {})
+        self.checkpoint(self.validate() if self.rank == 0 else {})
 
     def validate(self) -> dict[str, float]:
-        """Recall@2/5 of the current model on the held-out questions."""
-        return _validate(
-            self.engine.module, self.index, self.tokenizer, self.embedder, self.val_rows, self.config
-        )
+        """Recall@2/5 of the current model on each index's held-out questions
+        (``val_recall@K/NAME``) and their mean over the indexes that have some (``val_recall@K``)."""
+        assert self.trainset is not None
+        out: dict[str, float] = {}
+        per_index: dict[int, list[float]] = {2: [], 5: []}
+        for source, index, rows in zip(self.sources, self.trainset.indexes, self.trainset.val, strict=True):
+            if not rows:
+                continue
+            metrics = _validate(self.engine.module, index, self.tokenizer, self.embedder, rows, self.config)
+            for k in (2, 5):
+                out[f"val_recall@{k}/{source.name}"] = metrics[f"val_recall@{k}"]
+                per_index[k].append(metrics[f"val_recall@{k}"])
+        for k, values in per_index.items():
+            if values:
+                out[f"val_recall@{k}"] = float(np.mean(values))
+        return out
+
+    def example_counts(self) -> np.ndarray:
+        """Training examples drawn from each index so far, all workers and sessions (a collective)."""
+        import torch
+        import torch.distributed as dist
+
+        # a copy: all_reduce works in place, and as_tensor would share self.seen's memory
+        counts = torch.tensor(self.seen, dtype=torch.int64, device=self.engine.device)
+        if dist.is_available() and dist.is_initialized():
+            dist.all_reduce(counts)
+        return self.seen_before + counts.cpu().numpy()
 
     def checkpoint(self, extra: dict[str, Any] | None = None) -> None:
         """Report metrics to Ray Train with every worker's DeepSpeed shard as one checkpoint."""
         import ray.train
 
-        payload = {**self.metrics, **(extra or {}), "step": self.state["step"], "epoch": self.state["epoch"]}
+        counts = self.example_counts()
+        self.state["examples"] = [int(c) for c in counts]
+        payload = {
+            **self.metrics,
+            **(extra or {}),
+            **{f"examples/{s.name}": int(c) for s, c in zip(self.sources, counts, strict=True)},
+            "step": self.state["step"],
+            "epoch": self.state["epoch"],
+        }
         with tempfile.TemporaryDirectory() as tmp:
             self.engine.save_checkpoint(tmp, tag=DS_TAG)
             if self.rank == 0:
@@ -273,6 +336,11 @@ def _validate(
         )
     model.train(was_training)
     return out
+
+
+def total_steps(config: TrainConfig, batches_per_epoch: int) -> int:
+    """The run's optimizer steps: ``max_steps`` or every epoch."""
+    return config.max_steps or config.epochs * batches_per_epoch
 
 
 def write_progress(run_dir: Path, step: int, total_steps: int, loss: float) -> None:

@@ -3,56 +3,127 @@
 Fault tolerance: ``FailureConfig(max_failures)`` restarts the worker group from the latest
 checkpoint after a worker or node dies; re-running the same command (same ``--out``) resumes the
 same run from its latest checkpoint, because the run name and storage path are derived from it.
+
+Several indexes: ``data.indexes`` (or the ``index_dir`` argument, which replaces that list). With
+``data.streaming`` the training subgraphs are encoded by a Ray Data stage (:mod:`training.data`)
+and handed to the workers as the ``"train"`` dataset, split equally among them.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from hoprag.config import dump_config
 from hoprag.ray_runtime import RayConfig, init_ray
-from training.config import RunSettings, TrainConfig
-from training.loop import PROGRESS_FILE, read_progress, train_loop_per_worker, worker_env
+from training.config import RunSettings, TrainConfig, TrainData
+from training.data import EpochGeometry, TrainDataError, build_train_dataset, inspect_sources
+from training.loop import (
+    PROGRESS_FILE,
+    STATE_FILE,
+    read_progress,
+    total_steps,
+    train_loop_per_worker,
+    worker_env,
+)
 from training.warm_start import remember_init, resolve_init
+
+IndexArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None
 
 RUN_NAME = "glm"
 
 
+def with_indexes(config: TrainConfig, index_dir: IndexArg) -> TrainConfig:
+    """``config`` with ``data.indexes`` replaced by ``index_dir`` (a path or a list of paths), if given."""
+    if index_dir is None:
+        return config
+    from pydantic import ValidationError
+
+    paths = [index_dir] if isinstance(index_dir, str | os.PathLike) else list(index_dir)
+    try:
+        data = TrainData.model_validate(
+            {**config.data.model_dump(), "indexes": [{"path": Path(p)} for p in paths]}
+        )
+    except ValidationError as exc:
+        raise TrainDataError(f"--index: {exc.errors()[0]['msg']}") from exc
+    return config.model_copy(update={"data": data})
+
+
 def run_training(
-    index_dir: Path, out: Path, config: TrainConfig, ray_config: RayConfig | None = None
+    index_dir: IndexArg, out: Path, config: TrainConfig, ray_config: RayConfig | None = None
 ) -> dict[str, Any]:
-    """Train, checkpoint and export ``out/retriever``; returns the final metrics. With
-    ``config.init`` the model starts from that exported retriever (:mod:`training.warm_start`,
-    checked here before Ray starts; :class:`~training.warm_start.InitError` if unusable)."""
+    """Train on ``index_dir`` (a path or several; None: ``config.data.indexes``), checkpoint and
+    export ``out/retriever``; returns the final metrics. With ``config.init`` the model starts from
+    that exported retriever (:mod:`training.warm_start`).
+
+    Raises :class:`training.data.TrainDataError` (naming the index) for an index that cannot be
+    trained on, and :class:`~training.warm_start.InitError` for an unusable init, before Ray starts.
+    """
     from ray.train.torch import TorchTrainer
 
+    config = with_indexes(config, index_dir)
     out = Path(out).resolve()
     init = None
     if config.init is not None:
         config, init = resolve_init(config, out)
+    sources = inspect_sources(config)
+    geometry = EpochGeometry.of(
+        sum(s.n_train for s in sources), config.run.num_workers, config.deepspeed.micro_batch_size
+    )
     remember_init(out, init)
     out.mkdir(parents=True, exist_ok=True)
     (out / "train_config.yaml").write_text(dump_config(config))
     init_ray(ray_config)
-    trainer = TorchTrainer(
-        train_loop_per_worker,
-        train_loop_config={
-            "config": config.model_dump(mode="json"),
-            "index": str(Path(index_dir).resolve()),
-            "out": str(out),
-            "init": init,
-        },
-        **trainer_options(config.run, RUN_NAME, out),
-    )
+    options = trainer_options(config.run, RUN_NAME, out)
+    params: dict[str, Any] = {
+        "config": config.model_dump(mode="json"),
+        "sources": [s.to_dict() for s in sources],
+        "out": str(out),
+        "first_epoch": 0,
+        "init": init,
+    }
+    datasets = None
+    if config.data.streaming:
+        # The stream starts at the epoch of the checkpoint this run resumes from (if any), and
+        # holds the epochs up to the step budget.
+        state = latest_state(f"{options['run_config'].storage_path.rstrip('/')}/{RUN_NAME}")
+        first = int(state["epoch"]) if state else 0
+        last = min(
+            config.epochs,
+            math.ceil(total_steps(config, geometry.batches_per_epoch) / geometry.batches_per_epoch),
+        )
+        params["first_epoch"] = first
+        env = {k: v for k, v in worker_env(False).items() if k != "DS_ACCELERATOR"}
+        datasets = {
+            "train": build_train_dataset(sources, config, range(first, max(first, last)), geometry, env)
+        }
+    trainer = TorchTrainer(train_loop_per_worker, train_loop_config=params, datasets=datasets, **options)
     result = fit_with_progress(trainer, out, "GLM training")
     metrics = dict(result.metrics or {})
     if init is not None:
         metrics["init"] = init
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
     return metrics
+
+
+def latest_state(run_storage: str) -> dict[str, Any] | None:
+    """The trainer state of the newest checkpoint under a local ``storage_path/RUN_NAME`` (None
+    for none, or for remote storage: the stream then starts at epoch 0 and resuming workers drop
+    the earlier epochs' batches)."""
+    if "://" in run_storage or not Path(run_storage).is_dir():
+        return None
+    states = []
+    for path in Path(run_storage).glob(f"checkpoint_*/{STATE_FILE}"):
+        try:
+            states.append(json.loads(path.read_text()))
+        except (OSError, json.JSONDecodeError):
+            continue
+    return max(states, key=lambda s: int(s["step"]), default=None)
 
 
 def trainer_options(run: RunSettings, name: str, out: Path) -> dict[str, Any]:

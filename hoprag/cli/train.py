@@ -13,7 +13,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser(
         "train", help="train the GLM retriever with Ray Train + DeepSpeed; exports RUN_DIR/retriever"
     )
-    t.add_argument("--index", type=Path, required=True, help="index directory with processed questions")
+    t.add_argument(
+        "--index",
+        type=Path,
+        action="append",
+        default=None,
+        help="index directory with processed questions; repeat to train on several (replaces the "
+        "config's data.indexes; set names and weights there)",
+    )
     t.add_argument(
         "--out", type=Path, required=True, help="run directory (re-running the same command resumes)"
     )
@@ -34,10 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     from hoprag.config import load_config
-    from hoprag.kg.index import KGIndex
-    from hoprag.kg.store import KGIndexError
     from hoprag.ray_runtime import RayConfig
     from training.config import TrainConfig
+    from training.data import TrainDataError
     from training.trainer import run_training
     from training.warm_start import InitError
 
@@ -50,12 +56,8 @@ def run_train(args: argparse.Namespace) -> int:
     if args.init is not None:
         config = config.model_copy(update={"init": str(args.init)})
     try:
-        KGIndex(args.index)
-    except KGIndexError as exc:
-        raise UserError(str(exc)) from exc
-    try:
         metrics = run_training(args.index, args.out, config, RayConfig(address=args.ray_address))
-    except InitError as exc:
+    except (TrainDataError, InitError) as exc:
         raise UserError(str(exc)) from exc
     print(json.dumps({k: v for k, v in metrics.items() if isinstance(v, int | float | str)}))
     print(f"retriever exported to {args.out / 'retriever'}")

@@ -17,13 +17,16 @@ from hoprag.kg.index import KGIndex
 
 @dataclass
 class GLMExample:
-    """One question's encoded subgraph; ``entity_ids[i]`` is the KG id of concept ``i``."""
+    """One question's encoded subgraph; ``entity_ids[i]`` is the KG id of concept ``i``.
+
+    ``subgraph`` is the sampled subgraph (None for examples rebuilt from encoded columns, as the
+    streaming training path does: :func:`collate` does not need it)."""
 
     encoding: LeviEncoding
     entity_ids: list[int]
     question_vector: np.ndarray
     labels: np.ndarray  # float32 [len(entity_ids)]
-    subgraph: Subgraph = field(repr=False)
+    subgraph: Subgraph | None = field(default=None, repr=False)
     positives_outside_subgraph: int = 0
 
 

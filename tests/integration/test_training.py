@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from evaluation.retrieval import evaluate_retrieval
+from hoprag.data.synthetic import SyntheticConfig, write_benchmark
 from hoprag.kg.index import KGIndex
 from hoprag.ray_runtime import RayConfig
 from hoprag.retrieval.base import RetrievalQuery
@@ -36,7 +37,19 @@ def train_index(tmp_path_factory, synthetic_corpus, rule_server, ray_cluster):
     return out
 
 
-def _config(max_steps: int) -> TrainConfig:
+@pytest.fixture(scope="module")
+def second_index(tmp_path_factory, rule_server, ray_cluster):
+    """A second, smaller index: another synthetic benchmark (different seed and documents)."""
+    corpus = tmp_path_factory.mktemp("synthetic-b")
+    write_benchmark(
+        SyntheticConfig(seed=11, num_documents=36, num_train_questions=8, num_test_questions=2), corpus
+    )
+    out = tmp_path_factory.mktemp("train-index-b") / "index"
+    build_index(out, http_index_config(rule_server.base_url, ray_cluster), corpus=read_corpus(corpus))
+    return out
+
+
+def _config(max_steps: int, **extra) -> TrainConfig:
     return TrainConfig.model_validate(
         {
             "backbone": {"num_layers": 1, "d_ff": 256},
@@ -44,6 +57,7 @@ def _config(max_steps: int) -> TrainConfig:
             "max_steps": max_steps,
             "epochs": 20,
             "run": {"num_workers": 2, "checkpoint_every": 2, "cpus_per_worker": 1},
+            **extra,
         }
     )
 
@@ -164,3 +178,27 @@ def test_init_warm_starts_from_an_exported_retriever(tmp_path, train_index, ray_
             config_b.model_copy(update={"init": str(tmp_path / "c")}),
             RayConfig(address=ray_cluster),
         )
+
+
+def test_two_indexes_are_mixed_and_validated_per_index(tmp_path, train_index, second_index, ray_cluster):
+    sources = [{"path": str(train_index), "name": "first"}, {"path": str(second_index), "name": "second"}]
+    metrics = run_training(
+        None, tmp_path / "run", _config(6, data={"indexes": sources}), RayConfig(address=ray_cluster)
+    )
+    assert metrics["step"] == 6
+    # both indexes fed the stream: 6 steps x 2 workers x micro-batch 2, split between them
+    seen = {name: metrics[f"examples/{name}"] for name in ("first", "second")}
+    assert sum(seen.values()) == 6 * 2 * 2 and min(seen.values()) > 0, seen
+    for k in (2, 5):
+        per_index = [metrics[f"val_recall@{k}/{name}"] for name in ("first", "second")]
+        assert metrics[f"val_recall@{k}"] == pytest.approx(sum(per_index) / 2)
+    assert (tmp_path / "run" / "retriever" / "retriever.json").is_file()
+    # the in-memory path (data.streaming false) trains on the same plans
+    memory = run_training(
+        None,
+        tmp_path / "run-memory",
+        _config(2, data={"indexes": sources, "streaming": False}),
+        RayConfig(address=ray_cluster),
+    )
+    assert memory["step"] == 2
+    assert sum(memory[f"examples/{name}"] for name in ("first", "second")) == 2 * 2 * 2

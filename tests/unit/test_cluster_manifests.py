@@ -293,7 +293,7 @@ def test_rayjob_entrypoint_is_a_valid_hoprag_command(stage: str) -> None:
         loaded = load_config(IndexConfig, ROOT / rel, args.overrides)
         assert loaded.ray.address == "auto"
     elif stage == "train":
-        assert (str(args.index), str(args.out)) == (params.train.index, params.train.out)
+        assert ([str(p) for p in args.index], str(args.out)) == ([params.train.index], params.train.out)
         assert args.workers == params.train.workers and args.ray_address == "auto"
     else:
         assert args.eval == "run" and args.index == params.eval.index
