@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +55,7 @@ class SourceInfo:
     weight: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "path": self.path,
-            "n_train": self.n_train,
-            "n_val": self.n_val,
-            "weight": self.weight,
-        }
+        return asdict(self)
 
 
 def inspect_sources(config: TrainConfig) -> list[SourceInfo]:

@@ -56,11 +56,8 @@ class KGIndexError(RuntimeError):
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _sample_offsets(size: int, chunks: int, chunk_bytes: int) -> list[int]:
