@@ -1,4 +1,4 @@
-"""``hoprag bench train``: GLM training throughput and retrieval latency, each with its baseline.
+"""``hoprag bench train``: GLM/GNN training throughput and retrieval latency, each with its baseline.
 
 1. Training throughput (subgraphs/s, tokens/s) with 1 and with 2 Ray Train CPU workers, same
    index, config and number of steps, in one run.
@@ -12,7 +12,10 @@
    pooling), the encoder's bias/mask construction, embedding, attention (and its q/k/v/o
    projections), feed-forward, the rest of the encoder, entity scoring and document ranking.
    Untrained GLMs built from config (weights do not change the cost).
-4. Subgraph sampling time on random KGs of 10k and 1M triples with the same mean degree: the
+4. GNN retrieval latency (GFM-RAG's NBFNet) per question on random KGs of 10k and 1M triples, next
+   to the MiniLM GLM on the same subgraphs (``--gnn``); with ``--retrievers glm gnn`` section 1
+   measures the GNN's training throughput too.
+5. Subgraph sampling time on random KGs of 10k and 1M triples with the same mean degree: the
    sampler's cost should not grow with the KG.
 """
 
@@ -32,19 +35,26 @@ import numpy as np
 from hoprag.machine import machine_description
 
 
-def measure_training(index_dir: Path, workdir: Path, steps: int) -> dict[str, Any]:
+def measure_training(
+    index_dir: Path, workdir: Path, steps: int, retrievers: Sequence[str] = ("glm",)
+) -> dict[str, Any]:
+    """Training throughput of each retriever (``glm``: the embedded GLM; ``gnn``: the GNN baseline)
+    with 1 and 2 workers, same index, steps and 100-triple subgraphs. Keys: ``workers_N`` for the
+    GLM (as before), ``gnn_workers_N`` for the GNN."""
     from hoprag.ray_runtime import init_ray
     from training.config import TrainConfig
     from training.trainer import run_training
 
     init_ray()
     out: dict[str, Any] = {}
-    for workers in (1, 2):
-        run = workdir / f"workers-{workers}"
+    for retriever, workers in ((r, w) for r in retrievers for w in (1, 2)):
+        key = f"workers_{workers}" if retriever == "glm" else f"{retriever}_workers_{workers}"
+        run = workdir / key
         shutil.rmtree(run, ignore_errors=True)
         config = TrainConfig.model_validate(
             {
-                "glm": {"sampler": {"max_triplets": 100}},
+                "retriever": retriever,
+                retriever: {"sampler": {"max_triplets": 100}},
                 "max_steps": steps,
                 "epochs": 100,
                 "validation_fraction": 0.0,
@@ -53,7 +63,7 @@ def measure_training(index_dir: Path, workdir: Path, steps: int) -> dict[str, An
         )
         started = time.perf_counter()
         metrics = run_training(index_dir, run, config)
-        out[f"workers_{workers}"] = {
+        out[key] = {
             "subgraphs_per_s": round(float(metrics["subgraphs_per_s"]), 2),
             "tokens_per_s": round(float(metrics["tokens_per_s"]), 1),
             "wall_seconds": round(time.perf_counter() - started, 1),
@@ -404,6 +414,122 @@ def measure_backbone_latency(
     return out
 
 
+def measure_gnn_latency(
+    questions: int,
+    kg_sizes: Sequence[int] = (10_000, 1_000_000),
+    max_triplets: int = 100,
+    glm_backbone: str = "minilm",
+) -> dict[str, Any]:
+    """Per-question retrieval latency of the GNN (GFM-RAG's NBFNet, 6 × 512) on random KGs of each
+    size, next to a GLM on the same sampled subgraphs (taking turns, alternating order).
+
+    Stages: sampling, layout (GNN: local arrays; GLM: Levi encoding and collate), forward, ranking.
+    Question vectors are random (the question embedder costs the same for both); relation vectors
+    are random unit vectors, one per relation of the KG (what the index stores).
+    """
+    import torch
+
+    from hoprag.glm.backbone import BackboneConfig, build_graph_encoder, load_tokenizer
+    from hoprag.glm.model import GLMRetrieverModel
+    from hoprag.glm.sampler import SamplerConfig
+    from hoprag.gnn.model import QueryNBFNet
+    from hoprag.gnn.settings import GNNSettings
+
+    rng = np.random.default_rng(3)
+    gnn = QueryNBFNet(GNNSettings()).eval()
+    config = BackboneConfig(model=glm_backbone)
+    glm = GLMRetrieverModel(build_graph_encoder(config), 384).eval()
+    tokenizer = load_tokenizer(config)
+    sampler = SamplerConfig(max_triplets=max_triplets)
+    out: dict[str, Any] = {
+        "max_triplets": max_triplets,
+        "torch_threads": torch.get_num_threads(),
+        "gnn_parameters": sum(p.numel() for p in gnn.parameters()),
+        "glm_backbone": glm_backbone,
+    }
+    for n_triples in kg_sizes:
+        out[f"kg_{n_triples}_triples"] = _gnn_and_glm_latency(
+            n_triples, questions, gnn, glm, tokenizer, sampler, rng, f"glm_{glm_backbone}"
+        )
+    return out
+
+
+def _gnn_and_glm_latency(
+    n_triples: int,
+    questions: int,
+    gnn: Any,
+    glm: Any,
+    tokenizer: Any,
+    sampler: Any,
+    rng: np.random.Generator,
+    glm_label: str,
+) -> dict[str, Any]:
+    """One KG size of :func:`measure_gnn_latency`."""
+    import torch
+
+    from hoprag.glm.data import GLMExample
+    from hoprag.glm.data import collate as glm_collate
+    from hoprag.glm.levi import encode_levi_graph
+    from hoprag.glm.sampler import sample_subgraph
+    from hoprag.gnn.data import collate as gnn_collate
+    from hoprag.gnn.data import layout_subgraph
+    from hoprag.retrieval.ranking import rank_documents_idf
+
+    adj, names, relations, head, relation, tail = _random_kg(n_triples)
+    indptr, entity_docs = _entity_docs(len(names), rng)
+    rel_vectors = rng.normal(size=(len(relations), 384)).astype(np.float32)
+    rel_vectors /= np.linalg.norm(rel_vectors, axis=1, keepdims=True)
+    seeds = rng.integers(0, len(names), (questions + 1, 2))
+    vectors = rng.normal(size=(questions + 1, 384)).astype(np.float32)
+    timer = StageTimer()
+    triples_seen: list[int] = []
+
+    def run_gnn(i: int) -> None:
+        with timer.stage("sampling"):
+            sub = sample_subgraph(adj, [int(s) for s in seeds[i]], sampler)
+        with timer.stage("layout"):
+            weights = np.isin(sub.entity_ids, seeds[i]).astype(np.float32)
+            ex = layout_subgraph(sub, (head, relation, tail), rel_vectors, weights, vectors[i], set())
+            batch = gnn_collate([ex])
+        with timer.stage("forward"), torch.no_grad():
+            logits = gnn(batch)[0].numpy()
+        with timer.stage("ranking"):
+            rank_documents_idf(sub.entity_ids, logits.tolist(), indptr, entity_docs, 5)
+        triples_seen.append(len(sub.triple_ids))
+
+    def run_glm(i: int) -> None:
+        with timer.stage("sampling"):
+            sub = sample_subgraph(adj, [int(s) for s in seeds[i]], sampler)
+        with timer.stage("layout"):
+            triples = [(names[head[t]], relations[relation[t]], names[tail[t]]) for t in sub.triple_ids]
+            text = f"What connects {names[seeds[i][0]]} and {names[seeds[i][1]]}?"
+            enc = encode_levi_graph(triples, text, tokenizer, [names[e] for e in sub.entity_ids])
+            ex = GLMExample(enc, sub.entity_ids, vectors[i], np.zeros(len(sub.entity_ids), np.float32), sub)
+            batch = glm_collate(
+                [ex], tokenizer.pad_token_id, glm.encoder.num_buckets, glm.encoder.max_distance
+            )
+        with timer.stage("forward"), torch.no_grad():
+            logits = glm(batch)[0].numpy()
+        with timer.stage("ranking"):
+            rank_documents_idf(sub.entity_ids, logits.tolist(), indptr, entity_docs, 5)
+
+    runners = {"gnn": run_gnn, glm_label: run_glm}
+    for run in runners.values():  # warm-up
+        run(questions)
+        timer.take()
+    samples: dict[str, list[dict[str, float]]] = {name: [] for name in runners}
+    for i in range(questions):
+        for name in list(runners) if i % 2 == 0 else list(runners)[::-1]:
+            runners[name](i)
+            samples[name].append(timer.take()["wall"])
+    section: dict[str, Any] = {name: summarize_latency(s) for name, s in samples.items()}
+    section["gnn_over_glm"] = paired_ratio(
+        [sample_total(s) for s in samples["gnn"]], [sample_total(s) for s in samples[glm_label]]
+    )
+    section["mean_triples"] = round(float(np.mean(triples_seen[1:] or triples_seen)), 1)
+    return section
+
+
 def measure_sampling_scaling(calls: int = 300) -> dict[str, Any]:
     from hoprag.glm.sampler import SamplerConfig, sample_subgraph
 
@@ -447,7 +573,10 @@ def run_train_benchmark(args: argparse.Namespace) -> int:
         "backbone_latency": measure_backbone_latency(args.backbones, args.questions, batch_size)
         if args.backbones
         else None,
-        "training": measure_training(args.index, args.workdir, args.steps) if args.steps else None,
+        "gnn_latency": measure_gnn_latency(args.questions) if args.gnn else None,
+        "training": measure_training(args.index, args.workdir, args.steps, args.retrievers)
+        if args.steps
+        else None,
     }
     print(json.dumps(result, indent=None if args.json else 2))
     return 0

@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from hoprag.config import StrictModel
 from hoprag.glm.backbone import BackboneConfig
 from hoprag.glm.settings import GLMSettings
+from hoprag.gnn.settings import GNNSettings
 
 
 class OptimConfig(StrictModel):
@@ -124,9 +125,16 @@ class TrainData(StrictModel):
 class TrainConfig(StrictModel):
     """Everything ``hoprag train`` needs besides ``--out`` (indexes: ``data.indexes`` or ``--index``)."""
 
+    retriever: Literal["glm", "gnn"] = Field(
+        default="glm",
+        description="What to train: glm (the graph language model: `backbone` and `glm` sections) or gnn "
+        "(GFM-RAG's query-dependent NBFNet baseline: the `gnn` section). Data, optimizer, DeepSpeed, "
+        "Ray Train settings and the losses are shared.",
+    )
     data: TrainData = Field(default_factory=TrainData)
     backbone: BackboneConfig = Field(default_factory=BackboneConfig)
     glm: GLMSettings = Field(default_factory=GLMSettings)
+    gnn: GNNSettings = Field(default_factory=GNNSettings)
     optim: OptimConfig = Field(default_factory=OptimConfig)
     deepspeed: DeepSpeedSettings = Field(default_factory=DeepSpeedSettings)
     run: RunSettings = Field(default_factory=RunSettings)
@@ -143,5 +151,13 @@ class TrainConfig(StrictModel):
         "model starts from (fresh optimizer, step 0; the run's own checkpoints still win on a re-run). "
         "The backbone and the GLM settings that shape the network (global_graph, with_text, question_dim, "
         "question_embedder) come from it; the other glm settings default to its values, and this config "
-        "may override them. See docs/glm.md.",
+        "may override them. See docs/glm.md. GLM retrievers only.",
     )
+
+    @model_validator(mode="after")
+    def _init_is_glm(self) -> TrainConfig:
+        if self.init is not None and self.retriever != "glm":
+            raise ValueError(
+                "init (warm start) is implemented for GLM retrievers only; unset it for a gnn run"
+            )
+        return self

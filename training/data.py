@@ -24,7 +24,7 @@ import numpy as np
 
 from training.config import TrainConfig
 
-# The columns of an encoded example (what the map stage emits and the workers collate). The
+# The columns of an encoded GLM example (what the map stage emits and the workers collate). The
 # pairwise matrices and the concept spans are flattened (ragged 1-D arrays are plain Arrow tensors).
 ENCODED_COLUMNS = (
     "index",
@@ -37,6 +37,20 @@ ENCODED_COLUMNS = (
     "entity_ids",
     "labels",
     "question_vector",
+)
+
+# The columns of an encoded GNN example (what the map stage emits and the workers collate).
+GNN_COLUMNS = (
+    "index",
+    "row",
+    "entity_ids",
+    "edge_src",
+    "edge_dst",
+    "edge_relation",
+    "relation_vectors",
+    "seed_weights",
+    "question_vector",
+    "labels",
 )
 
 
@@ -231,14 +245,35 @@ class TrainSet:
 
 
 def encode_rows(
-    trainset: TrainSet, pairs: Sequence[tuple[int, int]], tokenizer: Any, embedder: Any, config: TrainConfig
+    trainset: TrainSet, pairs: Sequence[tuple[int, int]], resources: Any, embedder: Any, config: TrainConfig
 ) -> dict[str, list[Any]]:
     """Sample and encode the subgraphs of the training questions ``pairs`` (``(index, row)``) into
-    the :data:`ENCODED_COLUMNS` (one list entry per question)."""
+    the encoded columns of the run's retriever family (one list entry per question; ``resources``:
+    what the family's encoding needs, e.g. the GLM's tokenizer)."""
+    from training.families import family_of
+
+    vectors = embedder.encode([trainset.train[i][r]["question"] for i, r in pairs])
+    return family_of(config).encode_rows(trainset, pairs, resources, vectors, config)
+
+
+def examples_from_columns(batch: dict[str, Any], config: TrainConfig) -> list[Any]:
+    """The examples of a batch of encoded columns, for the run's retriever family."""
+    from training.families import family_of
+
+    return family_of(config).examples_from_columns(batch)
+
+
+def encode_glm_rows(
+    trainset: TrainSet,
+    pairs: Sequence[tuple[int, int]],
+    tokenizer: Any,
+    vectors: np.ndarray,
+    config: TrainConfig,
+) -> dict[str, list[Any]]:
+    """The GLM's :data:`ENCODED_COLUMNS` of the training questions ``pairs``."""
     from hoprag.glm.data import build_example
 
     rows = [trainset.train[i][r] for i, r in pairs]
-    vectors = embedder.encode([row["question"] for row in rows])
     out: dict[str, list[Any]] = {name: [] for name in ENCODED_COLUMNS}
     for (i, r), row, vector in zip(pairs, rows, vectors, strict=True):
         ex = build_example(
@@ -264,7 +299,7 @@ def encode_rows(
     return out
 
 
-def examples_from_columns(batch: dict[str, Any]) -> list[Any]:
+def glm_examples_from_columns(batch: dict[str, Any]) -> list[Any]:
     """The :class:`~hoprag.glm.data.GLMExample` objects of a batch of :data:`ENCODED_COLUMNS`
     (what :func:`hoprag.glm.data.collate` needs; the sampled subgraph itself is not carried)."""
     from hoprag.glm.data import GLMExample
@@ -295,10 +330,65 @@ def examples_from_columns(batch: dict[str, Any]) -> list[Any]:
     return examples
 
 
+def encode_gnn_rows(
+    trainset: TrainSet, pairs: Sequence[tuple[int, int]], vectors: np.ndarray, config: TrainConfig
+) -> dict[str, list[Any]]:
+    """The GNN's :data:`GNN_COLUMNS` of the training questions ``pairs``."""
+    from hoprag.gnn.data import build_example
+
+    out: dict[str, list[Any]] = {name: [] for name in GNN_COLUMNS}
+    for (i, r), vector in zip(pairs, vectors, strict=True):
+        row = trainset.train[i][r]
+        ex = build_example(
+            trainset.indexes[i],
+            row["question_entities"],
+            vector,
+            config.gnn.sampler,
+            config.gnn.seed_weighting,
+            supporting_entities=row["supporting_entities"],
+        )
+        out["index"].append(int(i))
+        out["row"].append(int(r))
+        out["entity_ids"].append(ex.entity_ids)
+        out["edge_src"].append(ex.edge_src)
+        out["edge_dst"].append(ex.edge_dst)
+        out["edge_relation"].append(ex.edge_relation)
+        out["relation_vectors"].append(ex.relation_vectors.reshape(-1))  # ragged → 1-D
+        out["seed_weights"].append(ex.seed_weights)
+        out["question_vector"].append(ex.question_vector)
+        out["labels"].append(ex.labels)
+    return out
+
+
+def gnn_examples_from_columns(batch: dict[str, Any]) -> list[Any]:
+    """The :class:`~hoprag.gnn.data.GNNExample` objects of a batch of :data:`GNN_COLUMNS`."""
+    from hoprag.gnn.data import GNNExample
+
+    examples = []
+    for b in range(len(batch["index"])):
+        q = np.asarray(batch["question_vector"][b], dtype=np.float32)
+        examples.append(
+            GNNExample(
+                entity_ids=np.asarray(batch["entity_ids"][b], dtype=np.int64),
+                edge_src=np.asarray(batch["edge_src"][b], dtype=np.int64),
+                edge_dst=np.asarray(batch["edge_dst"][b], dtype=np.int64),
+                edge_relation=np.asarray(batch["edge_relation"][b], dtype=np.int64),
+                relation_vectors=np.asarray(batch["relation_vectors"][b], dtype=np.float32).reshape(
+                    -1, len(q)
+                ),
+                seed_weights=np.asarray(batch["seed_weights"][b], dtype=np.float32),
+                question_vector=q,
+                labels=np.asarray(batch["labels"][b], dtype=np.float32),
+            )
+        )
+    return examples
+
+
 class SubgraphEncoder:
     """Ray Data ``map_batches`` stage: plan rows (``epoch``, ``index``, ``row``) → encoded subgraphs.
 
-    The indexes, the tokenizer and the question embedder are loaded once per actor in
+    The indexes, the family's encoding resources (the GLM's tokenizer) and the question embedder
+    are loaded once per actor in
     ``__init__``; ``__call__`` is a pure function of the batch (the sampler is seeded per question).
     """
 
@@ -306,17 +396,18 @@ class SubgraphEncoder:
         import torch
 
         from hoprag.embedding import SentenceTransformerEmbedder
-        from hoprag.glm.backbone import load_tokenizer
+        from training.families import family_of
 
         torch.set_num_threads(1)
         self.config = TrainConfig.model_validate(config)
+        family = family_of(self.config)
         self.trainset = TrainSet([SourceInfo(**s) for s in sources], self.config)
-        self.tokenizer = load_tokenizer(self.config.backbone)
-        self.embedder = SentenceTransformerEmbedder(self.config.glm.question_embedder)
+        self.resources = family.load_encoding_resources(self.config)
+        self.embedder = SentenceTransformerEmbedder(family.settings(self.config).question_embedder)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         pairs = [(int(i), int(r)) for i, r in zip(batch["index"], batch["row"], strict=True)]
-        return encode_rows(self.trainset, pairs, self.tokenizer, self.embedder, self.config)
+        return encode_rows(self.trainset, pairs, self.resources, self.embedder, self.config)
 
 
 def build_train_dataset(

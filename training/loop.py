@@ -24,6 +24,7 @@ import numpy as np
 
 from training.config import TrainConfig
 from training.data import EpochGeometry, TrainSet, examples_from_columns, sources_from_params
+from training.families import family_of
 
 STATE_FILE = "trainer_state.json"
 DS_TAG = "hoprag"
@@ -97,8 +98,6 @@ class WorkerSession:
         import torch
 
         from hoprag.embedding import SentenceTransformerEmbedder
-        from hoprag.glm.backbone import build_graph_encoder, load_tokenizer
-        from hoprag.glm.model import GLMRetrieverModel
 
         config = TrainConfig.model_validate(params["config"])
         ctx = ray.train.get_context()
@@ -112,18 +111,15 @@ class WorkerSession:
         self.trainset = (
             TrainSet(self.sources, config) if self.rank == 0 or not config.data.streaming else None
         )
-        self.embedder = SentenceTransformerEmbedder(config.glm.question_embedder)
+        self.family = family_of(config)
+        self.embedder = SentenceTransformerEmbedder(self.family.settings(config).question_embedder)
 
-        if config.init is not None:  # warm start: an exported retriever's network and tokenizer
+        if config.init is not None:  # warm start (GLM): an exported retriever's network and tokenizer
             from training.warm_start import warm_start_model
 
-            model, self.tokenizer = warm_start_model(config.init, self.embedder.dim)
+            model, self.resources = warm_start_model(config.init, self.embedder.dim)
         else:
-            self.tokenizer = load_tokenizer(config.backbone)
-            model = GLMRetrieverModel(
-                build_graph_encoder(config.backbone, config.glm.global_graph, config.glm.with_text),
-                self.embedder.dim,
-            )
+            model, self.resources = self.family.build_model(config, self.embedder.dim)
         optimizer = torch.optim.AdamW(
             model.parameter_groups(config.optim.head_lr, config.optim.backbone_lr),
             weight_decay=config.optim.weight_decay,
@@ -131,7 +127,6 @@ class WorkerSession:
         self.engine, _, _, _ = deepspeed.initialize(
             model=model, optimizer=optimizer, config=deepspeed_config(config)
         )
-        self.buckets = (model.encoder.num_buckets, model.encoder.max_distance)
         # Every worker must take the same number of steps (collectives): an epoch is a whole number
         # of steps of every worker (training.data.EpochGeometry).
         self.micro = config.deepspeed.micro_batch_size
@@ -172,7 +167,7 @@ class WorkerSession:
         ]
         shard = ray.train.get_dataset_shard("train")
         for batch in iter_stream(shard, self.micro, max(0, skip)):
-            yield batch["index"], examples_from_columns(batch)
+            yield batch["index"], examples_from_columns(batch, self.config)
 
     def memory_batches(self) -> Iterator[tuple[Any, list[Any]]]:
         """``(index ids, examples)`` micro-batches this worker samples and encodes itself: its rows
@@ -185,8 +180,8 @@ class WorkerSession:
             plan = worker_plan(self.sources, self.config, epoch, self.geometry, self.rank, self.world)
             for b in range(batch, self.batches_per_epoch):
                 pairs = [(int(i), int(r)) for i, r in plan[b * self.micro : (b + 1) * self.micro]]
-                columns = encode_rows(self.trainset, pairs, self.tokenizer, self.embedder, self.config)
-                yield np.asarray(columns["index"]), examples_from_columns(columns)
+                columns = encode_rows(self.trainset, pairs, self.resources, self.embedder, self.config)
+                yield np.asarray(columns["index"]), examples_from_columns(columns, self.config)
             epoch, batch = epoch + 1, 0
 
     def has_work(self) -> bool:
@@ -210,12 +205,11 @@ class WorkerSession:
 
     def train_step(self, examples: list[Any], index_ids: Any) -> None:
         """One optimizer step on a micro-batch of encoded examples (``index_ids``: their indexes)."""
-        from hoprag.glm.data import collate
         from hoprag.glm.losses import retrieval_loss
 
         config = self.config
         self.seen += np.bincount(np.asarray(index_ids, dtype=np.int64), minlength=len(self.sources))
-        batch = collate(examples, self.tokenizer.pad_token_id, *self.buckets, config.glm.global_graph)
+        batch = self.family.collate(examples, self.engine.module, self.resources, config)
         batch = batch.to(self.engine.device)
         logits = self.engine(batch)
         loss = retrieval_loss(
@@ -227,7 +221,9 @@ class WorkerSession:
         )
         self.engine.backward(loss)
         self.engine.step()
-        self.tokens_seen += int(batch.input_ids.numel())
+        # GLM inputs are tokens; the GNN's nodes are not, and it reports no token rate.
+        input_ids = getattr(batch, "input_ids", None)
+        self.tokens_seen += int(input_ids.numel()) if input_ids is not None else 0
         self.state["batch"] += 1
         self.state["step"] += 1
         self.steps_this_session += 1
@@ -255,13 +251,18 @@ class WorkerSession:
         assert self.trainset is not None
         out: dict[str, float] = {}
         per_index: dict[int, list[float]] = {2: [], 5: []}
+        model = self.engine.module
+        was_training = model.training  # a retriever puts its model in eval mode
         for source, index, rows in zip(self.sources, self.trainset.indexes, self.trainset.val, strict=True):
             if not rows:
                 continue
-            metrics = _validate(self.engine.module, index, self.tokenizer, self.embedder, rows, self.config)
+            metrics = _validate(
+                self.family.retriever(index, model, self.resources, self.config, self.embedder), rows
+            )
             for k in (2, 5):
                 out[f"val_recall@{k}/{source.name}"] = metrics[f"val_recall@{k}"]
                 per_index[k].append(metrics[f"val_recall@{k}"])
+        model.train(was_training)
         for k, values in per_index.items():
             if values:
                 out[f"val_recall@{k}"] = float(np.mean(values))
@@ -300,27 +301,20 @@ class WorkerSession:
     def export(self) -> None:
         """Rank 0 writes the servable retriever directory (RUN_DIR/retriever)."""
         if self.rank == 0:
-            from hoprag.glm.retriever import save_retriever
-
-            save_retriever(
+            self.family.export(
                 Path(self.params["out"]) / "retriever",
                 self.engine.module,
-                self.tokenizer,
-                self.config.glm,
-                init=self.params.get("init"),
+                self.resources,
+                self.config,
+                self.params.get("init"),
             )
 
 
-def _validate(
-    model: Any, index: Any, tokenizer: Any, embedder: Any, rows: list[dict[str, Any]], config: TrainConfig
-) -> dict[str, float]:
-    """Recall@2/5 of ``model`` on the held-out questions ``rows``."""
-    from hoprag.glm.retriever import GLMRetriever
+def _validate(retriever: Any, rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Recall@2/5 of ``retriever`` on the held-out questions ``rows``."""
     from hoprag.retrieval.base import RetrievalQuery
     from hoprag.retrieval.metrics import recall_at_k
 
-    was_training = model.training
-    retriever = GLMRetriever(index, model, tokenizer, config.glm, embedder)
     results = retriever.retrieve(
         [RetrievalQuery(r["question"], tuple(r["question_entities"])) for r in rows], k=5
     )
@@ -334,7 +328,6 @@ def _validate(
                 ]
             )
         )
-    model.train(was_training)
     return out
 
 

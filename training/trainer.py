@@ -23,6 +23,7 @@ from hoprag.config import dump_config
 from hoprag.ray_runtime import RayConfig, init_ray
 from training.config import RunSettings, TrainConfig, TrainData
 from training.data import EpochGeometry, TrainDataError, build_train_dataset, inspect_sources
+from training.families import family_of
 from training.loop import (
     PROGRESS_FILE,
     STATE_FILE,
@@ -31,11 +32,9 @@ from training.loop import (
     train_loop_per_worker,
     worker_env,
 )
-from training.warm_start import remember_init, resolve_init
+from training.warm_start import InitError, remember_init, resolve_init
 
 IndexArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None
-
-RUN_NAME = "glm"
 
 
 def with_indexes(config: TrainConfig, index_dir: IndexArg) -> TrainConfig:
@@ -70,6 +69,10 @@ def run_training(
     out = Path(out).resolve()
     init = None
     if config.init is not None:
+        if config.retriever != "glm":
+            raise InitError(
+                f"--init / init: warm start is implemented for GLM retrievers, not {config.retriever}"
+            )
         config, init = resolve_init(config, out)
     sources = inspect_sources(config)
     geometry = EpochGeometry.of(
@@ -79,7 +82,9 @@ def run_training(
     out.mkdir(parents=True, exist_ok=True)
     (out / "train_config.yaml").write_text(dump_config(config))
     init_ray(ray_config)
-    options = trainer_options(config.run, RUN_NAME, out)
+    family = family_of(config)
+    # Ray Train's run directory is RUN_DIR/ray/<family name> ("glm" for GLM runs, as before).
+    options = trainer_options(config.run, family.name, out)
     params: dict[str, Any] = {
         "config": config.model_dump(mode="json"),
         "sources": [s.to_dict() for s in sources],
@@ -91,7 +96,7 @@ def run_training(
     if config.data.streaming:
         # The stream starts at the epoch of the checkpoint this run resumes from (if any), and
         # holds the epochs up to the step budget.
-        state = latest_state(f"{options['run_config'].storage_path.rstrip('/')}/{RUN_NAME}")
+        state = latest_state(f"{options['run_config'].storage_path.rstrip('/')}/{family.name}")
         first = int(state["epoch"]) if state else 0
         last = min(
             config.epochs,
@@ -103,7 +108,7 @@ def run_training(
             "train": build_train_dataset(sources, config, range(first, max(first, last)), geometry, env)
         }
     trainer = TorchTrainer(train_loop_per_worker, train_loop_config=params, datasets=datasets, **options)
-    result = fit_with_progress(trainer, out, "GLM training")
+    result = fit_with_progress(trainer, out, f"{family.label} training")
     metrics = dict(result.metrics or {})
     if init is not None:
         metrics["init"] = init

@@ -86,7 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_config_args(bp)
     bt = bsub.add_parser(
         "train",
-        help="GLM training throughput (1 vs 2 workers), retrieval latency (by subgraph size and by "
+        help="GLM/GNN training throughput (1 vs 2 workers), retrieval latency (by subgraph size and by "
         "backbone), sampler scaling",
     )
     bt.add_argument(
@@ -118,6 +118,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="questions per forward in the batched part of the backbone comparison (default: "
         "GLMSettings.batch_size, what a retriever uses)",
+    )
+    bt.add_argument(
+        "--gnn",
+        action="store_true",
+        help="GNN retrieval latency on random 10k- and 1M-triple KGs, next to the MiniLM GLM (docs/gnn.md)",
+    )
+    bt.add_argument(
+        "--retrievers",
+        nargs="+",
+        choices=["glm", "gnn"],
+        default=["glm"],
+        help="whose training throughput (1 vs 2 workers) to measure",
     )
     bt.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     bt.add_argument("--workdir", type=Path, default=Path("runs/bench-train"))

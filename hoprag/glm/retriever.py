@@ -19,13 +19,11 @@ before, and exports from before the ``backbone`` entry are read as T5.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from pydantic import ValidationError
 
@@ -38,13 +36,15 @@ from hoprag.glm.artifact import (
     WEIGHTS,
     RetrieverLoadError,
     read_retriever_meta,
+    replace_directory,
 )
 from hoprag.glm.data import build_example, collate
 from hoprag.glm.encoder import GraphEncoder, GraphT5Encoder
 from hoprag.glm.model import GLMRetrieverModel
 from hoprag.glm.settings import GLMSettings
 from hoprag.kg.index import KGIndex
-from hoprag.retrieval.base import RankedDocument, RetrievalQuery, RetrievalResult, Retriever
+from hoprag.retrieval.base import RetrievalQuery, RetrievalResult, Retriever
+from hoprag.retrieval.subgraph import EntityScores, retrieve_by_entity_scores, score_in_batches
 
 
 def save_retriever(
@@ -58,10 +58,7 @@ def save_retriever(
     run's weights came from (recorded as ``init`` in retriever.json)."""
     from safetensors.torch import save_file
 
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".retriever-", dir=out_dir.parent))
-    try:
+    with replace_directory(out_dir) as tmp:
         state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
         # T5 ties lm-free encoders' embed_tokens to shared: store each tensor once.
         state.pop("encoder.backbone.encoder.embed_tokens.weight", None)
@@ -79,11 +76,6 @@ def save_retriever(
         if backbone["kind"] == GraphT5Encoder.kind:  # where exports before the backbone entry kept it
             meta["t5_config"] = backbone.pop("config")
         (tmp / RETRIEVER_CONFIG).write_text(json.dumps(meta, indent=2, sort_keys=True))
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
 
 
@@ -191,50 +183,24 @@ class GLMRetriever:
     def name(self) -> str:
         return self._name
 
-    def score(self, queries: Sequence[RetrievalQuery]) -> list[list[tuple[int, float]]]:
+    def score(self, queries: Sequence[RetrievalQuery]) -> EntityScores:
         """``(entity_id, logit)`` for every entity in each query's subgraph (empty without seeds)."""
-        vectors = self.question_embedder.encode([q.question for q in queries])
-        out: list[list[tuple[int, float]]] = []
-        step = self.settings.batch_size
-        device = next(self.model.parameters()).device
-        for start in range(0, len(queries), step):
-            examples = [
-                build_example(
-                    self.index, q.question, q.question_entities, v, self.tokenizer, self.settings.sampler
-                )
-                for q, v in zip(queries[start : start + step], vectors[start : start + step], strict=True)
-            ]
-            batch = collate(examples, self.tokenizer.pad_token_id, *self._buckets, self.settings.global_graph)
-            with torch.no_grad():
-                logits = self.model(batch.to(device)).float().cpu().numpy()
-            for row, ex in zip(logits, examples, strict=True):
-                out.append(list(zip(ex.entity_ids, row[: len(ex.entity_ids)].tolist(), strict=True)))
-        return out
+        return score_in_batches(queries, self.question_embedder, self.settings.batch_size, self._score_batch)
+
+    def _score_batch(self, queries: Sequence[RetrievalQuery], vectors: np.ndarray) -> EntityScores:
+        examples = [
+            build_example(
+                self.index, q.question, q.question_entities, v, self.tokenizer, self.settings.sampler
+            )
+            for q, v in zip(queries, vectors, strict=True)
+        ]
+        batch = collate(examples, self.tokenizer.pad_token_id, *self._buckets, self.settings.global_graph)
+        with torch.no_grad():
+            logits = self.model(batch.to(next(self.model.parameters()).device)).float().cpu().numpy()
+        return [
+            list(zip(ex.entity_ids, row[: len(ex.entity_ids)].tolist(), strict=True))
+            for row, ex in zip(logits, examples, strict=True)
+        ]
 
     def retrieve(self, queries: Sequence[RetrievalQuery], k: int) -> list[RetrievalResult]:
-        results: list[RetrievalResult | None] = [None] * len(queries)
-        seeded = [
-            i
-            for i, q in enumerate(queries)
-            if any(self.index.entity_id(e) is not None for e in q.question_entities)
-        ]
-        unseeded = [i for i in range(len(queries)) if i not in set(seeded)]
-        entity_docs = self.index.entity_documents
-        titles = self.index.documents.column("title").to_pylist()
-        for i, scored in zip(seeded, self.score([queries[i] for i in seeded]), strict=True):
-            ranked = self.settings.rank_documents(
-                [e for e, _ in scored], [s for _, s in scored], entity_docs, k
-            )
-            top = sorted(scored, key=lambda x: -x[1])
-            results[i] = RetrievalResult(
-                documents=[RankedDocument(d, titles[d], s) for d, s in ranked],
-                entities=[(self.index.entity_names[e], s) for e, s in top],
-            )
-        if unseeded:
-            note = "no linked seed entity: " + ("dense fallback" if self.fallback else "no documents")
-            fallback = self.fallback.retrieve([queries[i] for i in unseeded], k) if self.fallback else None
-            for j, i in enumerate(unseeded):
-                res = fallback[j] if fallback else RetrievalResult(documents=[])
-                res.notes.append(note)
-                results[i] = res
-        return [r if r is not None else RetrievalResult(documents=[]) for r in results]
+        return retrieve_by_entity_scores(self.index, queries, k, self.score, self.settings, self.fallback)

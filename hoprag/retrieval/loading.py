@@ -1,8 +1,9 @@
-"""Building a retriever from a command-line spec: ``dense`` or a retriever directory."""
+"""Building a retriever from a command-line spec: ``dense`` or a (GLM or GNN) retriever directory."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hoprag.embedding import EmbedderConfig, SentenceTransformerEmbedder
 from hoprag.kg.index import KGIndex
@@ -23,8 +24,8 @@ def index_embedder(index: KGIndex) -> SentenceTransformerEmbedder:
 def load_retriever(
     spec: str, index: KGIndex, embedder: SentenceTransformerEmbedder | None = None
 ) -> Retriever:
-    """``dense`` → the dense baseline with the index's embedder; a path → an exported GLM retriever
-    (``RUN_DIR/retriever`` or ``RUN_DIR`` itself), with the dense baseline as its fallback for
+    """``dense`` → the dense baseline with the index's embedder; a path → an exported GLM or GNN
+    retriever (``RUN_DIR/retriever`` or ``RUN_DIR`` itself), with the dense baseline as its fallback for
     questions without a linked entity. Pass ``embedder`` (from :func:`index_embedder`) to share
     an already loaded model."""
     from hoprag.retrieval.dense import DenseRetriever
@@ -32,25 +33,52 @@ def load_retriever(
     embedder = embedder or index_embedder(index)
     if spec == "dense":
         return DenseRetriever(index, embedder)
-    from hoprag.glm.retriever import GLMRetriever, RetrieverLoadError, load_retriever_model
+    from hoprag.glm.artifact import RetrieverLoadError, read_retriever_meta
 
     try:
-        model, tokenizer, settings = load_retriever_model(Path(spec))
+        _, meta = read_retriever_meta(Path(spec), kind=None)
+        if meta["kind"] == "gnn":
+            return _gnn_retriever(spec, index, embedder)
+        return _glm_retriever(spec, index, embedder)
     except RetrieverLoadError as exc:
         raise RetrieverSpecError(
             f"--retriever {spec!r}: expected 'dense' or a retriever directory; {exc}"
         ) from exc
-    question_embedder = (
-        embedder
-        if settings.question_embedder.model == embedder.model_id
-        else SentenceTransformerEmbedder(settings.question_embedder)
-    )
+
+
+def _question_embedder(settings: Any, embedder: SentenceTransformerEmbedder) -> SentenceTransformerEmbedder:
+    """The retriever's question embedder, sharing the index's when it is the same model."""
+    if settings.question_embedder.model == embedder.model_id:
+        return embedder
+    return SentenceTransformerEmbedder(settings.question_embedder)
+
+
+def _glm_retriever(spec: str, index: KGIndex, embedder: SentenceTransformerEmbedder) -> Retriever:
+    from hoprag.glm.retriever import GLMRetriever, load_retriever_model
+    from hoprag.retrieval.dense import DenseRetriever
+
+    model, tokenizer, settings = load_retriever_model(Path(spec))
     return GLMRetriever(
         index,
         model,
         tokenizer,
         settings,
-        question_embedder,
+        _question_embedder(settings, embedder),
         fallback=DenseRetriever(index, embedder),
         name=f"glm:{spec}",
+    )
+
+
+def _gnn_retriever(spec: str, index: KGIndex, embedder: SentenceTransformerEmbedder) -> Retriever:
+    from hoprag.gnn.retriever import GNNRetriever, load_gnn_retriever_model
+    from hoprag.retrieval.dense import DenseRetriever
+
+    model, settings = load_gnn_retriever_model(Path(spec))
+    return GNNRetriever(
+        index,
+        model,
+        settings,
+        _question_embedder(settings, embedder),
+        fallback=DenseRetriever(index, embedder),
+        name=f"gnn:{spec}",
     )

@@ -202,3 +202,50 @@ def test_two_indexes_are_mixed_and_validated_per_index(tmp_path, train_index, se
     )
     assert memory["step"] == 2
     assert sum(memory[f"examples/{name}"] for name in ("first", "second")) == 2 * 2 * 2
+
+
+def _gnn_config(max_steps: int, **extra) -> TrainConfig:
+    return TrainConfig.model_validate(
+        {
+            "retriever": "gnn",
+            "gnn": {"hidden_dim": 32, "num_layers": 3, "sampler": {"max_triplets": 40}},
+            "max_steps": max_steps,
+            "epochs": 20,
+            "run": {"num_workers": 2, "checkpoint_every": 2, "cpus_per_worker": 1},
+            **extra,
+        }
+    )
+
+
+def test_the_gnn_trains_resumes_exports_and_evaluates(tmp_path, train_index, ray_cluster):
+    """The GFM-RAG GNN baseline goes through the same job: 2 workers, streamed subgraphs, losses,
+    checkpoints, resume, export and the shared retriever loader."""
+    from hoprag.gnn.retriever import GNNRetriever
+
+    run = tmp_path / "run"
+    first = run_training(train_index, run, _gnn_config(4), RayConfig(address=ray_cluster))
+    assert first["step"] == 4 and first["loss"] > 0
+    assert 0 <= first["val_recall@2"] <= first["val_recall@5"] <= 1
+    meta = json.loads((run / "retriever" / "retriever.json").read_text())
+    assert meta["kind"] == "gnn" and meta["settings"]["num_layers"] == 3
+    second = run_training(train_index, run, _gnn_config(6), RayConfig(address=ray_cluster))
+    assert second["step"] == 6
+    states = sorted((run / "ray" / "gnn").glob("checkpoint_*/trainer_state.json"))
+    assert states and max(json.loads(p.read_text())["step"] for p in states) == 6
+    index = KGIndex(train_index)
+    retriever = load_retriever(str(run), index)
+    assert isinstance(retriever, GNNRetriever)
+    result = evaluate_retrieval(index, retriever)
+    assert (result["n"], result["errors"]) == (10, 0)
+    # the in-memory path trains the GNN too, and warm start is refused for it
+    memory = run_training(
+        train_index,
+        tmp_path / "memory",
+        _gnn_config(2, data={"streaming": False}),
+        RayConfig(address=ray_cluster),
+    )
+    assert memory["step"] == 2
+    with pytest.raises(InitError, match="GLM retrievers"):
+        run_training(
+            train_index, tmp_path / "init", _gnn_config(2, init=str(run)), RayConfig(address=ray_cluster)
+        )

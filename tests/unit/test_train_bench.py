@@ -131,3 +131,15 @@ def test_timed_glm_times_every_stage_without_changing_the_output(kind: str) -> N
         assert torch.equal(model(batch), plain)
     assert timer.take()["wall"] == {}
     assert "attention_bias" not in model.encoder.__dict__ and "embed" not in model.encoder.__dict__
+
+
+def test_gnn_latency_section_times_both_retrievers_on_the_same_subgraphs() -> None:
+    from training.bench import measure_gnn_latency
+
+    out = measure_gnn_latency(2, kg_sizes=(2_000,), max_triplets=30, glm_backbone="embedded")
+    section = out["kg_2000_triples"]
+    assert out["gnn_parameters"] > 0 and section["mean_triples"] == 30
+    for name in ("gnn", "glm_embedded"):
+        assert section[name]["samples"] == 2
+        assert set(section[name]["stages"]) == {"sampling", "layout", "forward", "ranking"}
+    assert section["gnn_over_glm"]["median"] > 0

@@ -130,7 +130,7 @@ def test_encoded_columns_collate_like_the_examples_they_came_from(small_index, e
     tokenizer = load_tokenizer(config.backbone)
     columns = encode_rows(trainset, [(0, 0), (0, 0)], tokenizer, embedder, config)
     assert columns["index"] == [0, 0]
-    rebuilt = examples_from_columns({k: np.asarray(v, dtype=object) for k, v in columns.items()})
+    rebuilt = examples_from_columns({k: np.asarray(v, dtype=object) for k, v in columns.items()}, config)
     row = trainset.train[0][0]
     direct = build_example(
         trainset.indexes[0],
