@@ -20,11 +20,39 @@ REGISTRY = Path(__file__).parent / "registry.yaml"
 _NAME = re.compile(r"^[\w.-]+$")
 
 
+# Where the index of a GFM-RAG-layout dataset directory lives by default (GFM-RAG keeps what it
+# derives from a dataset under DATA/processed/ too).
+GFM_RAG_INDEX = Path("processed") / "hoprag-index"
+
+
+def is_gfm_rag_dir(path: Path) -> bool:
+    """A GFM-RAG-layout dataset directory: ``raw/documents.json`` or ``raw/dataset_corpus.json``,
+    or a pre-built ``processed/stage1/nodes.csv``, and not itself an index."""
+    return not (path / "manifest.json").exists() and any(
+        (path / rel).is_file()
+        for rel in ("raw/documents.json", "raw/dataset_corpus.json", "processed/stage1/nodes.csv")
+    )
+
+
+def gfm_rag_index_command(data: Path, index: Path) -> str:
+    """The command that builds ``index`` from the GFM-RAG-layout directory ``data``: from its
+    pre-built graph when it has one (no LLM), else from its raw documents."""
+    if (data / "processed" / "stage1" / "nodes.csv").is_file():
+        return f"hoprag index --graph {data / 'processed' / 'stage1'} --out {index}"
+    return f"hoprag index --corpus {data} --out {index}"
+
+
 class BenchmarkSpec(StrictModel):
-    """A KG index with processed questions (build one with ``hoprag index`` from any raw format)."""
+    """A KG index with processed questions (build one with ``hoprag index`` from any raw format),
+    named directly or through the GFM-RAG-layout dataset directory it is built from."""
 
     name: str = Field(description="Short name used in reports (letters, digits, '-', '_', '.').")
-    index: Path = Field(description="Index directory.")
+    index: Path = Field(description="Index directory (default with `data`: DATA/processed/hoprag-index).")
+    data: Path | None = Field(
+        default=None,
+        description="A GFM-RAG-layout dataset directory (raw/documents.json and/or "
+        "processed/stage1/) the index is built from, e.g. GFM-RAG's data/hotpotqa_test.",
+    )
     split: str = Field(default="test", description="Question split to evaluate.")
     limit: int | None = Field(default=None, ge=1, description="Evaluate only the first N questions.")
     where: dict[str, list[str]] = Field(
@@ -32,6 +60,13 @@ class BenchmarkSpec(StrictModel):
         description="Keep questions whose metadata field has one of these values, e.g. {domain: [biomedical]} "
         "for a held-out-domain benchmark from the synthetic generator.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_index(cls, values: object) -> object:
+        if isinstance(values, dict) and values.get("index") is None and values.get("data") is not None:
+            return {**values, "index": Path(values["data"]) / GFM_RAG_INDEX}
+        return values
 
     @model_validator(mode="after")
     def _check_name(self) -> BenchmarkSpec:
@@ -107,8 +142,11 @@ class EvalConfig(StrictModel):
 
 
 def resolve_benchmark(name_or_path: str, registry: Path = REGISTRY) -> BenchmarkSpec:
-    """A benchmark by registry name (``evaluation/registry.yaml``) or by index path."""
+    """A benchmark by registry name (``evaluation/registry.yaml``), by index path, or by the path
+    of a GFM-RAG-layout dataset directory (its index: DATA/processed/hoprag-index)."""
     path = Path(name_or_path)
+    if path.exists() and is_gfm_rag_dir(path):
+        return BenchmarkSpec(name=path.resolve().name, data=path)
     if path.exists():
         return BenchmarkSpec(name=path.name if path.name != "index" else path.parent.name, index=path)
     entries = yaml.safe_load(registry.read_text()) if registry.is_file() else {}

@@ -77,6 +77,13 @@ def load_questions(bench: BenchmarkSpec) -> tuple[list[dict[str, Any]], InputRep
     from hoprag.kg.store import KGIndexError
 
     if not Path(bench.index).exists():
+        if bench.data is not None:
+            from evaluation.config import gfm_rag_index_command
+
+            raise ValueError(
+                f"benchmark {bench.name}: index {bench.index} does not exist; build it from the "
+                f"GFM-RAG directory {bench.data}: {gfm_rag_index_command(bench.data, bench.index)}"
+            )
         raise ValueError(f"benchmark {bench.name}: index {bench.index} does not exist")
     try:
         index = KGIndex(bench.index)

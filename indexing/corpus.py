@@ -1,5 +1,10 @@
 """Reading corpora and benchmark questions: GFM-RAG raw directories, JSON, JSONL or Parquet.
 
+GFM-RAG raw directories come in two spellings: ``raw/documents.json`` (GFM-RAG's current layout)
+and ``raw/dataset_corpus.json`` (the older one); questions name their gold documents in
+``supporting_documents`` (current) or ``supporting_facts`` (older; HotpotQA ``[title, sent_id]``
+pairs too). Pre-built graphs (``processed/stage1``) are read by :mod:`indexing.gfmrag`.
+
 Input problems never abort the read: undecodable bytes are replaced (and counted), empty
 documents are kept but flagged, duplicate titles keep the first document and count the rest.
 """
@@ -15,7 +20,20 @@ from typing import Any
 from hoprag.text import clean_document_text, content_hash
 
 SPLITS = ("train", "test")
-_QUESTION_FIELDS = frozenset({"id", "question", "answer", "answer_aliases", "supporting_facts"})
+# The document file of a GFM-RAG raw directory, current name first.
+RAW_DOCUMENT_FILES = ("documents.json", "dataset_corpus.json")
+_QUESTION_FIELDS = frozenset(
+    {
+        "id",
+        "question",
+        "answer",
+        "answer_aliases",
+        "supporting_facts",
+        "supporting_documents",
+        "start_nodes",
+        "target_nodes",
+    }
+)
 
 
 class CorpusError(ValueError):
@@ -98,8 +116,8 @@ def _corpus_from_mapping(obj: Any, path: Path, docs: dict[str, Document], proble
 def read_corpus(path: str | Path) -> Corpus:
     """Read documents (and, for raw directories, ``train``/``test`` questions) from ``path``.
 
-    Accepted: a directory with ``raw/dataset_corpus.json`` (or ``dataset_corpus.json``) and optional
-    ``train.json``/``test.json`` beside it; a ``.json`` file (``{title: text}`` or rows); a ``.jsonl``
+    Accepted: a GFM-RAG raw directory, ``DIR/raw/documents.json`` or ``DIR/raw/dataset_corpus.json``
+    (or either file directly in ``DIR``), with optional ``train.json``/``test.json`` beside it; a ``.json`` file (``{title: text}`` or rows); a ``.jsonl``
     file of ``{title, text}`` rows; a ``.parquet`` file with ``title`` and ``text`` columns.
     """
     p = Path(path)
@@ -109,10 +127,8 @@ def read_corpus(path: str | Path) -> Corpus:
     if not p.exists():
         raise CorpusError(f"corpus {p} does not exist")
     if p.is_dir():
-        raw = p / "raw" if (p / "raw" / "dataset_corpus.json").is_file() else p
-        corpus_file = raw / "dataset_corpus.json"
-        if not corpus_file.is_file():
-            raise CorpusError(f"{p}: no raw/dataset_corpus.json (GFM-RAG raw layout) found")
+        corpus_file = raw_document_file(p)
+        raw = corpus_file.parent
         _corpus_from_mapping(_load_json(corpus_file, problems), corpus_file, docs, problems)
         for split in SPLITS:
             qfile = raw / f"{split}.json"
@@ -151,8 +167,54 @@ def read_corpus(path: str | Path) -> Corpus:
     return Corpus(list(docs.values()), questions, problems, str(p))
 
 
+def raw_document_file(directory: Path) -> Path:
+    """The document file of a GFM-RAG raw directory: ``raw/documents.json`` (current layout) or
+    ``raw/dataset_corpus.json`` (older), looked for under ``directory/raw`` first, then in
+    ``directory`` itself. A :class:`CorpusError` when there is neither."""
+    for raw in (directory / "raw", directory):
+        for name in RAW_DOCUMENT_FILES:
+            if (raw / name).is_file():
+                return raw / name
+    hint = ""
+    if (directory / "processed" / "stage1" / "nodes.csv").is_file():
+        hint = f"; it has a pre-built graph: hoprag index --graph {directory / 'processed' / 'stage1'}"
+    raise CorpusError(
+        f"{directory}: neither raw/documents.json nor raw/dataset_corpus.json (GFM-RAG raw layout) found{hint}"
+    )
+
+
+def _titles(value: Any) -> list[str]:
+    """Document titles from a supporting-documents field: plain titles, or HotpotQA-style
+    ``[title, sentence_id]`` pairs (first element), deduplicated in order."""
+    if not isinstance(value, list):
+        return []
+    titles = [f[0] if isinstance(f, list | tuple) and f else f for f in value]
+    return list(dict.fromkeys(str(t) for t in titles if t not in (None, "")))
+
+
+def _nodes_by_type(value: Any) -> dict[str, list[str]] | None:
+    """GFM-RAG's ``start_nodes`` / ``target_nodes``: ``{node type: [node name, ...]}`` (a bare list
+    is read as entities); ``None`` when absent or unreadable."""
+    if isinstance(value, list):
+        value = {"entity": value}
+    if not isinstance(value, dict):
+        return None
+    return {
+        str(kind): [str(n) for n in names if n not in (None, "")]
+        for kind, names in value.items()
+        if isinstance(names, list)
+    }
+
+
 def read_questions(path: Path, problems: Counter[str] | None = None) -> list[dict[str, Any]]:
-    """Questions in GFM-RAG raw form: ``[{id, question, answer, answer_aliases?, supporting_facts}]``."""
+    """Questions in GFM-RAG form: ``[{id, question, answer, answer_aliases?, supporting_documents}]``.
+
+    Gold documents come from ``supporting_documents`` (GFM-RAG's current field), else
+    ``supporting_facts`` (older; titles or HotpotQA ``[title, sent_id]`` pairs), else the document
+    part of ``target_nodes`` (processed stage1 questions). ``start_nodes`` (processed stage1
+    questions: ``{node type: [names]}``) is kept, as ``start_nodes``, for use as question seeds.
+    Other scalar fields are kept in ``metadata``.
+    """
     problems = problems if problems is not None else Counter()
     rows = _load_json(path, problems)
     if not isinstance(rows, list):
@@ -166,22 +228,28 @@ def read_questions(path: Path, problems: Counter[str] | None = None) -> list[dic
         ):
             problems["bad_question"] += 1
             continue
-        facts = row.get("supporting_facts") or []
-        # HotpotQA-style facts are [title, sentence_id] pairs; GFM-RAG raw uses plain titles.
-        titles = [f[0] if isinstance(f, list | tuple) and f else f for f in facts]
-        out.append(
-            {
-                "id": str(row.get("id", f"{path.stem}-{i}")),
-                "question": row["question"].strip(),
-                "answer": str(row.get("answer", "")),
-                "answer_aliases": [str(a) for a in row.get("answer_aliases") or []],
-                "supporting_facts": list(dict.fromkeys(str(t) for t in titles if t)),
-                # Scalar extras (type, hops, domain, ...) are kept so evaluation can group by them.
-                "metadata": {
-                    k: v
-                    for k, v in row.items()
-                    if k not in _QUESTION_FIELDS and isinstance(v, str | int | float | bool)
-                },
-            }
-        )
+        start_nodes = _nodes_by_type(row.get("start_nodes"))
+        target_nodes = _nodes_by_type(row.get("target_nodes")) or {}
+        if row.get("supporting_documents") is not None:
+            titles = _titles(row["supporting_documents"])
+        elif row.get("supporting_facts") is not None:
+            titles = _titles(row["supporting_facts"])
+        else:
+            titles = _titles(target_nodes.get("document"))
+        question: dict[str, Any] = {
+            "id": str(row.get("id", f"{path.stem}-{i}")),
+            "question": row["question"].strip(),
+            "answer": str(row.get("answer", "")),
+            "answer_aliases": [str(a) for a in row.get("answer_aliases") or []],
+            "supporting_facts": titles,
+            # Scalar extras (type, hops, domain, ...) are kept so evaluation can group by them.
+            "metadata": {
+                k: v
+                for k, v in row.items()
+                if k not in _QUESTION_FIELDS and isinstance(v, str | int | float | bool)
+            },
+        }
+        if start_nodes is not None:
+            question["start_nodes"] = start_nodes
+        out.append(question)
     return out

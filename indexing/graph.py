@@ -96,12 +96,24 @@ def build_graph_structure(
     doc_triples: Sequence[Sequence[tuple[str, str, str]]],
     doc_entities: Sequence[Sequence[str]],
     extra_relations: Sequence[str] = (),
+    unattributed_triples: Sequence[tuple[str, str, str]] = (),
 ) -> GraphStructure:
-    """Normalize, assign ids, deduplicate triples with their provenance, link documents to entities."""
+    """Normalize, assign ids, deduplicate triples with their provenance, link documents to entities.
+
+    ``unattributed_triples`` are triples no document states (a pre-built graph's edges whose
+    documents are unknown): they get no provenance and no document links unless a document
+    states them too.
+    """
     # Flatten (document, subject, relation, object) once; everything after is array work.
+    # Unattributed triples get the out-of-range document id ``num_documents``, dropped below.
     lengths = np.fromiter((len(ts) for ts in doc_triples), dtype=np.int64, count=len(doc_triples))
-    t_doc = np.repeat(np.arange(num_documents, dtype=np.int32), lengths)
-    flat = [t for ts in doc_triples for t in ts]
+    t_doc = np.concatenate(
+        [
+            np.repeat(np.arange(num_documents, dtype=np.int32), lengths),
+            np.full(len(unattributed_triples), num_documents, dtype=np.int32),
+        ]
+    )
+    flat = [t for ts in doc_triples for t in ts] + list(unattributed_triples)
     # Names repeat a lot across triples: normalize each distinct spelling once.
     ent_norm = {raw: normalize_entity(raw) for raw in dict.fromkeys(x for t in flat for x in (t[0], t[2]))}
     rel_norm = {raw: normalize_relation(raw) for raw in dict.fromkeys(t[1] for t in flat)}
@@ -135,7 +147,8 @@ def build_graph_structure(
     inv_sorted, doc_sorted = inverse[order], t_doc[order]
     first = np.ones(len(order), bool)
     first[1:] = (inv_sorted[1:] != inv_sorted[:-1]) | (doc_sorted[1:] != doc_sorted[:-1])
-    inv_sorted, doc_sorted = inv_sorted[first], doc_sorted[first]
+    keep = first & (doc_sorted < num_documents)
+    inv_sorted, doc_sorted = inv_sorted[keep], doc_sorted[keep]
     bounds = np.searchsorted(inv_sorted, np.arange(len(uniq) + 1)).tolist()
     docs_list = doc_sorted.tolist()
     triple_docs = [docs_list[bounds[i] : bounds[i + 1]] for i in range(len(uniq))]
@@ -145,7 +158,8 @@ def build_graph_structure(
     link_ent = np.concatenate(
         [head, tail, np.array([entity_index[n] for _, n in ent_doc_pairs], dtype=np.int64)]
     ).astype(np.int64)
-    link_key = np.unique(link_doc.astype(np.int64) * n_e + link_ent)
+    stated = link_doc < num_documents
+    link_key = np.unique(link_doc[stated].astype(np.int64) * n_e + link_ent[stated])
     de_ent = (link_key % n_e).astype(np.int32)
     return GraphStructure(
         entity_names=entity_names,
@@ -168,11 +182,17 @@ def build_tables(
     embedder: Embedder,
     synonyms: SynonymConfig,
     previous: PreviousState | None = None,
+    unattributed_triples: Sequence[tuple[str, str, str]] = (),
 ) -> KGTables:
-    """Assemble one snapshot. ``doc_triples[i]``/``doc_entities[i]`` belong to ``documents[i]`` (doc_id i)."""
+    """Assemble one snapshot. ``doc_triples[i]``/``doc_entities[i]`` belong to ``documents[i]`` (doc_id i);
+    ``unattributed_triples`` belong to no document (see :func:`build_graph_structure`)."""
     previous = previous or PreviousState()
     g = build_graph_structure(
-        len(documents), doc_triples, doc_entities, [EQUIVALENT] if synonyms.enabled else []
+        len(documents),
+        doc_triples,
+        doc_entities,
+        [EQUIVALENT] if synonyms.enabled else [],
+        unattributed_triples,
     )
     entity_index = {n: i for i, n in enumerate(g.entity_names)}
     entity_vectors, new_entities = _embed_with_reuse(g.entity_names, previous.entity_vectors, embedder)

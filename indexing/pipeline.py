@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from hoprag.config import dump_config
-from hoprag.embedding import SentenceTransformerEmbedder
+from hoprag.embedding import Embedder, SentenceTransformerEmbedder
 from hoprag.extraction.prompts import PROMPT_VERSION
 from hoprag.kg.index import KGIndex
 from hoprag.kg.store import KGIndexError, write_snapshot
@@ -28,8 +28,9 @@ from indexing.cache import RETRY_STATUSES, ExtractionCache
 from indexing.config import IndexConfig
 from indexing.corpus import Corpus, Document
 from indexing.extract import TASK_NER, TASK_OPENIE, ExtractionRecord, LLMExtractor, extraction_key, ner_key
+from indexing.gfmrag import GFM_RAG_STAGE1, Stage1Graph
 from indexing.graph import PreviousState, build_tables
-from indexing.questions import LinkingStats, link_questions, questions_table
+from indexing.questions import START_NODES, LinkingStats, link_questions, questions_table
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ class IndexSummary:
     link_sources: Counter[str] = field(default_factory=Counter)
     unknown_deletions: list[str] = field(default_factory=list)
     total_seconds: float = 0.0
+    graph_source: str = ""  # the pre-built graph directory of a ``--graph`` build (no extraction)
 
     @property
     def docs_per_minute(self) -> float:
@@ -83,14 +85,22 @@ class IndexSummary:
         fails = ", ".join(f"{k}={v}" for k, v in sorted(self.statuses.items()) if k != "ok") or "none"
         drops = ", ".join(f"{k}={v}" for k, v in self.dropped_triples.most_common()) or "none"
         problems = ", ".join(f"{k}={v}" for k, v in sorted(self.input_problems.items())) or "none"
-        lines = [
-            f"documents           {self.documents} ({self.extracted_now} extracted now, "
-            f"{self.reused_from_cache} from cache)",
-            f"extraction          {self.extraction_seconds:.1f}s, {self.docs_per_minute:.1f} docs/min, "
-            f"{self.llm_calls} LLM calls, {self.prompt_tokens}+{self.completion_tokens} tokens",
-            f"document failures   {fails}",
-            f"triples kept        {self.clean_triples} clean + {self.repaired_triples} repaired",
-            f"triples dropped     {drops}",
+        if self.graph_source:
+            lines = [
+                f"documents           {self.documents}",
+                f"pre-built graph     {self.graph_source} (no LLM extraction)",
+            ]
+        else:
+            lines = [
+                f"documents           {self.documents} ({self.extracted_now} extracted now, "
+                f"{self.reused_from_cache} from cache)",
+                f"extraction          {self.extraction_seconds:.1f}s, {self.docs_per_minute:.1f} docs/min, "
+                f"{self.llm_calls} LLM calls, {self.prompt_tokens}+{self.completion_tokens} tokens",
+                f"document failures   {fails}",
+                f"triples kept        {self.clean_triples} clean + {self.repaired_triples} repaired",
+                f"triples dropped     {drops}",
+            ]
+        lines += [
             f"input problems      {problems}",
             f"graph               {self.entities} entities, {self.relations} relations, {self.triples} triples "
             f"(incl. {self.equivalent_edges} equivalent edges; {self.new_entities_embedded} entities embedded now)",
@@ -231,16 +241,18 @@ def _previous_questions(previous: KGIndex) -> dict[str, list[dict[str, Any]]]:
     if table is None:
         return out
     for row in table.to_pylist():
-        out.setdefault(row["split"], []).append(
-            {
-                "id": row["id"],
-                "question": row["question"],
-                "answer": row["answer"],
-                "answer_aliases": row["answer_aliases"],
-                "supporting_facts": row.get("supporting_facts") or row["supporting_docs"],
-                "metadata": json.loads(row.get("metadata") or "{}"),
-            }
-        )
+        question = {
+            "id": row["id"],
+            "question": row["question"],
+            "answer": row["answer"],
+            "answer_aliases": row["answer_aliases"],
+            "supporting_facts": row.get("supporting_facts") or row["supporting_docs"],
+            "metadata": json.loads(row.get("metadata") or "{}"),
+        }
+        sources = row.get("link_sources") or []
+        if sources and all(s == START_NODES for s in sources):
+            question["start_nodes"] = {"entity": list(row["question_entities"])}
+        out.setdefault(row["split"], []).append(question)
     return out
 
 
@@ -296,23 +308,15 @@ def build_index(
     started = time.perf_counter()
     out = Path(out)
     summary = IndexSummary()
-    previous: KGIndex | None = None
-    if (out / MANIFEST).exists():
-        try:
-            # Every file in full: what is reused (documents, embeddings, synonym edges) is written
-            # into the new snapshot with fresh checksums, so damage would be blessed, not caught.
-            previous = KGIndex(out, verify="full")
-        except KGIndexError as exc:
-            if add or delete_titles:
-                raise KGIndexError(
-                    f"refusing --add/--delete on a damaged index (the new snapshot would carry the damage "
-                    f"over with fresh checksums): {exc}. Rebuild it from the complete corpus without "
-                    f"--add/--delete: hoprag index --corpus CORPUS --out {out} (documents extracted "
-                    "before come from the extraction cache)"
-                ) from exc
-            logger.warning("ignoring unreadable previous index (%s); rebuilding", exc)
+    previous = _open_previous(out, modifying=bool(add or delete_titles))
     if (add or delete_titles) and corpus is None and previous is None:
         raise KGIndexError(f"{out} has no index to modify; build one first")
+    if (add or delete_titles) and previous is not None and previous.manifest.get("source"):
+        raise KGIndexError(
+            f"{out} was built from a pre-built graph ({previous.manifest['source'].get('path')}), which "
+            "--add/--delete cannot extend (its triples do not come from LLM extraction); rebuild it "
+            "with hoprag index --graph"
+        )
 
     documents, questions = _select_documents(previous, corpus, add, delete_titles, summary)
     summary.documents = len(documents)
@@ -350,9 +354,81 @@ def build_index(
         doc_triples.append(rec.triples if rec.status == "ok" else [])
         doc_entities.append(rec.entities if rec.status == "ok" else [])
 
-    embedder = SentenceTransformerEmbedder(config.embedder)
+    mentions = [cached[k].entities if k in cached and cached[k].status == "ok" else [] for k in q_keys]
+    _write_index(
+        out,
+        config,
+        summary,
+        GraphInput(documents, doc_triples, doc_entities),
+        all_questions,
+        mentions,
+        _previous_state(previous, config),
+        {"llm_model_id": model_id, "prompt_version": PROMPT_VERSION},
+        started,
+    )
+    return summary
+
+
+def _open_previous(out: Path, modifying: bool) -> KGIndex | None:
+    """The index already at ``out`` (verified in full), or ``None``; a damaged one is an error when
+    ``modifying`` (``--add`` / ``--delete``) and ignored otherwise."""
+    if not (out / MANIFEST).exists():
+        return None
+    try:
+        # Every file in full: what is reused (documents, embeddings, synonym edges) is written
+        # into the new snapshot with fresh checksums, so damage would be blessed, not caught.
+        return KGIndex(out, verify="full")
+    except KGIndexError as exc:
+        if modifying:
+            raise KGIndexError(
+                f"refusing --add/--delete on a damaged index (the new snapshot would carry the damage "
+                f"over with fresh checksums): {exc}. Rebuild it from the complete corpus without "
+                f"--add/--delete: hoprag index --corpus CORPUS --out {out} (documents extracted "
+                "before come from the extraction cache)"
+            ) from exc
+        logger.warning("ignoring unreadable previous index (%s); rebuilding", exc)
+        return None
+
+
+@dataclass
+class GraphInput:
+    """What a snapshot is built from: documents with the triples and entities each states (from
+    LLM extraction or a pre-built graph), triples no document states, and given synonym pairs."""
+
+    documents: list[Document]
+    doc_triples: list[list[tuple[str, str, str]]]
+    doc_entities: list[list[str]]
+    unattributed_triples: list[tuple[str, str, str]] = field(default_factory=list)
+    equivalent_pairs: set[tuple[str, str]] = field(default_factory=set)
+
+
+def _write_index(
+    out: Path,
+    config: IndexConfig,
+    summary: IndexSummary,
+    graph: GraphInput,
+    all_questions: list[dict[str, Any]],
+    mentions: list[list[str]],
+    previous: PreviousState | None,
+    manifest_fields: dict[str, Any],
+    started: float,
+    embedder: Embedder | None = None,
+) -> None:
+    """Embed, build the KG tables, link the questions and write the snapshot (shared by the LLM
+    build and the pre-built-graph build)."""
+    embedder = embedder or SentenceTransformerEmbedder(config.embedder)
+    if graph.equivalent_pairs:
+        previous = previous or PreviousState()
+        previous.equivalent_pairs = previous.equivalent_pairs | graph.equivalent_pairs
+    documents = graph.documents
     tables = build_tables(
-        documents, doc_triples, doc_entities, embedder, config.synonyms, _previous_state(previous, config)
+        documents,
+        graph.doc_triples,
+        graph.doc_entities,
+        embedder,
+        config.synonyms,
+        previous,
+        graph.unattributed_triples,
     )
     summary.entities = len(tables.entity_names)
     summary.relations = len(tables.relation_names)
@@ -361,7 +437,6 @@ def build_index(
     summary.new_entities_embedded = int(tables.extra["new_entities"])
 
     if all_questions:
-        mentions = [cached[k].entities if k in cached and cached[k].status == "ok" else [] for k in q_keys]
         title_to_doc = {d.title: i for i, d in enumerate(documents)}
         doc_to_entities: dict[int, list[int]] = {}
         for d, e in zip(tables.doc_entity_doc.tolist(), tables.doc_entity_entity.tolist(), strict=True):
@@ -396,8 +471,7 @@ def build_index(
                 "equivalent_edges": summary.equivalent_edges,
                 "questions": summary.questions,
             },
-            "llm_model_id": model_id,
-            "prompt_version": PROMPT_VERSION,
+            **manifest_fields,
             "embedder": config.embedder.model,
             "synonyms": config.synonyms.model_dump(mode="json"),
             "config_hash": content_hash(dump_config(config)),
@@ -405,7 +479,6 @@ def build_index(
             "summary": summary.to_dict(),
         },
     )
-    return summary
 
 
 def _record_linking(summary: IndexSummary, stats: LinkingStats) -> None:
@@ -414,3 +487,53 @@ def _record_linking(summary: IndexSummary, stats: LinkingStats) -> None:
     summary.link_sources.update(stats.sources)
     if stats.missing_supporting_docs:
         summary.input_problems["missing_supporting_docs"] += stats.missing_supporting_docs
+    if stats.unknown_start_nodes:
+        summary.input_problems["unknown_start_nodes"] += stats.unknown_start_nodes
+
+
+def build_index_from_graph(
+    out: str | Path,
+    config: IndexConfig,
+    stage1: Stage1Graph,
+    embedder: Embedder | None = None,
+) -> IndexSummary:
+    """Build the index at ``out`` from a pre-built GFM-RAG graph (``processed/stage1``), no LLM.
+
+    Entity and relation embeddings, synonym edges (added to the graph's own ``equivalent``
+    edges), adjacency and the snapshot are made as for an LLM-built index; questions are seeded
+    with their ``start_nodes`` where given, else linked without LLM NER (dictionary matching and
+    the question-embedding fallback; recorded in the manifest, so query-time linking of this
+    index does the same). Embeddings of an index already at ``out`` made the same way are reused.
+    """
+    started = time.perf_counter()
+    out = Path(out)
+    config = config.model_copy(deep=True)
+    config.questions.use_llm_ner = False
+    summary = IndexSummary(graph_source=str(stage1.path))
+    summary.input_problems.update(stage1.problems)
+    summary.documents = len(stage1.documents)
+    previous = _open_previous(out, modifying=False)
+    all_questions = [dict(q, split=split) for split, qs in sorted(stage1.questions.items()) for q in qs]
+    _write_index(
+        out,
+        config,
+        summary,
+        GraphInput(
+            stage1.documents,
+            stage1.doc_triples,
+            stage1.doc_entities,
+            stage1.unattributed_triples,
+            stage1.equivalent_pairs,
+        ),
+        all_questions,
+        [[] for _ in all_questions],
+        _previous_state(previous, config),
+        {
+            "llm_model_id": None,
+            "prompt_version": None,
+            "source": {"format": GFM_RAG_STAGE1, "path": str(stage1.path)},
+        },
+        started,
+        embedder,
+    )
+    return summary

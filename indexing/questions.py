@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from hoprag.embedding import Embedder
 from hoprag.linking.config import LinkingConfig
-from hoprag.linking.linker import link_mentions, normalize_question
+from hoprag.linking.linker import EntityLinks, link_mentions, normalize_question
 from hoprag.text import normalize_entity
 
 
@@ -27,6 +27,26 @@ class LinkingStats:
     with_entities: int = 0
     sources: Counter[str] = field(default_factory=Counter)
     missing_supporting_docs: int = 0
+    unknown_start_nodes: int = 0
+
+
+# The link source of a seed taken from a question's ``start_nodes`` (GFM-RAG processed questions).
+START_NODES = "start_nodes"
+
+
+def start_node_entities(question: dict[str, Any], entity_index: dict[str, int]) -> tuple[list[str], int]:
+    """The KG entities a question's ``start_nodes`` name (their ``entity`` part, normalized), in
+    order and deduplicated, and how many named entities are not in the KG."""
+    names = (question.get("start_nodes") or {}).get("entity") or []
+    found: dict[str, None] = {}
+    unknown = 0
+    for name in names:
+        norm = normalize_entity(name)
+        if norm in entity_index:
+            found.setdefault(norm)
+        else:
+            unknown += 1
+    return list(found), unknown
 
 
 def link_questions(
@@ -39,8 +59,14 @@ def link_questions(
     embedder: Embedder,
     config: LinkingConfig,
 ) -> tuple[list[dict[str, Any]], LinkingStats]:
-    """Processed questions (GFM-RAG fields) plus linking statistics."""
+    """Processed questions (GFM-RAG fields) plus linking statistics.
+
+    A question that carries ``start_nodes`` (GFM-RAG processed questions) is seeded with the KG
+    entities they name (link source ``start_nodes``); it is linked like any other question only
+    when none of them is in the KG.
+    """
     stats = LinkingStats(questions=len(questions))
+    entity_index = {n: i for i, n in enumerate(entity_names)}
     links = link_mentions(
         [normalize_question(q["question"]) for q in questions],
         llm_mentions,
@@ -51,6 +77,10 @@ def link_questions(
     )
     out: list[dict[str, Any]] = []
     for q, linked in zip(questions, links, strict=True):
+        seeds, unknown = start_node_entities(q, entity_index)
+        stats.unknown_start_nodes += unknown
+        if seeds:
+            linked = EntityLinks(tuple(seeds), (START_NODES,) * len(seeds))
         supporting_docs = [t for t in q.get("supporting_facts", []) if t in title_to_doc]
         stats.missing_supporting_docs += len(q.get("supporting_facts", [])) - len(supporting_docs)
         sup_entities: list[int] = sorted(

@@ -14,12 +14,38 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hoprag import __version__
-from hoprag.cli import ask, bench, cluster, demo, distill, evaluate, generate, index, serve, submit, train
+from hoprag.cli import (
+    ask,
+    bench,
+    cluster,
+    demo,
+    distill,
+    evaluate,
+    export,
+    generate,
+    index,
+    serve,
+    submit,
+    train,
+)
 from hoprag.cli.common import UserError
 from hoprag.logs import configure_logging, is_quiet, log_file, log_tail
 
 # Each module registers its subcommand(s) with a ``handler``; this order is the order of --help.
-COMMAND_MODULES = (index, generate, demo, train, distill, evaluate, serve, ask, bench, submit, cluster)
+COMMAND_MODULES = (
+    index,
+    export,
+    generate,
+    demo,
+    train,
+    distill,
+    evaluate,
+    serve,
+    ask,
+    bench,
+    submit,
+    cluster,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,7 +21,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     erun = evsub.add_parser(
         "run", help="evaluate benchmarks × systems (Ray Data, resumable) and write the report"
     )
-    erun.add_argument("--index", action="append", default=[], help="index dir or registry name (repeatable)")
+    erun.add_argument(
+        "--index",
+        action="append",
+        default=[],
+        help="index dir, registry name or GFM-RAG dataset dir (index: DIR/processed/hoprag-index) (repeatable)",
+    )
     erun.add_argument(
         "--retriever", default=None, help="GLM retriever / run directory (adds glm and glm-rag)"
     )

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hoprag.cli.common import UserError, add_config_args
+
+if TYPE_CHECKING:
+    from indexing.config import IndexConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,10 +18,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         "index",
         help="build, resume, extend or shrink a KG index (`hoprag index stats DIR` prints statistics)",
         description="Corpus → LLM OpenIE (Ray Data) → KG index. Re-running resumes from the extraction "
-        "cache; --add adds documents; --delete removes them.",
+        "cache; --add adds documents; --delete removes them. --graph builds the index from a pre-built "
+        "GFM-RAG graph (processed/stage1/{nodes,relations,edges}.csv) without any LLM.",
     )
     p.add_argument(
-        "--corpus", type=Path, help="GFM-RAG raw dir (DIR/raw/dataset_corpus.json), .json, .jsonl or .parquet"
+        "--corpus",
+        type=Path,
+        help="GFM-RAG raw dir (DIR/raw/documents.json or DIR/raw/dataset_corpus.json), .json, .jsonl or .parquet",
+    )
+    p.add_argument(
+        "--graph",
+        type=Path,
+        help="a pre-built GFM-RAG graph: DIR/processed/stage1 (or DIR) with nodes.csv, relations.csv, "
+        "edges.csv and optional train.json/test.json (no LLM is run)",
     )
     p.add_argument("--out", type=Path, required=True, help="index directory (created or updated)")
     p.add_argument("--add", action="store_true", help="add the corpus's documents to the existing index")
@@ -51,6 +64,8 @@ def run_index(args: argparse.Namespace) -> int:
     from indexing.pipeline import build_index
 
     config = load_config(IndexConfig, args.config, args.overrides)
+    if args.graph is not None:
+        return _run_graph_index(args, config)
     deletions = list(args.delete)
     if args.delete_file:
         deletions += [
@@ -70,6 +85,28 @@ def run_index(args: argparse.Namespace) -> int:
     else:
         print(summary.render())
         print(f"index written to {args.out}")
+    return 0
+
+
+def _run_graph_index(args: argparse.Namespace, config: IndexConfig) -> int:
+    """``hoprag index --graph DIR/processed/stage1 --out INDEX``."""
+    from hoprag.kg.store import KGIndexError
+    from indexing.corpus import CorpusError
+    from indexing.gfmrag import read_stage1
+    from indexing.pipeline import build_index_from_graph
+
+    if args.corpus is not None or args.add or args.delete or args.delete_file:
+        raise UserError("index --graph builds a whole index: it takes no --corpus, --add or --delete")
+    try:
+        graph = read_stage1(args.graph, synonym_edges=config.synonyms.enabled)
+        summary = build_index_from_graph(args.out, config, graph)
+    except (CorpusError, KGIndexError) as exc:
+        raise UserError(str(exc)) from exc
+    if args.json:
+        print(json.dumps(summary.to_dict(), default=str))
+    else:
+        print(summary.render())
+        print(f"index written to {args.out} (from the pre-built graph {graph.path})")
     return 0
 
 
