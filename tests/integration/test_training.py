@@ -245,7 +245,9 @@ def test_the_gnn_trains_resumes_exports_and_evaluates(tmp_path, train_index, ray
         RayConfig(address=ray_cluster),
     )
     assert memory["step"] == 2
+    # a recipe with init is refused when read; --init (set on a validated config) before Ray starts
+    with pytest.raises(ValueError, match="GLM retrievers only"):
+        _gnn_config(2, init=str(run))
     with pytest.raises(InitError, match="GLM retrievers"):
-        run_training(
-            train_index, tmp_path / "init", _gnn_config(2, init=str(run)), RayConfig(address=ray_cluster)
-        )
+        config = _gnn_config(2).model_copy(update={"init": str(run)})
+        run_training(train_index, tmp_path / "init", config, RayConfig(address=ray_cluster))
