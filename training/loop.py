@@ -30,6 +30,8 @@ STATE_FILE = "trainer_state.json"
 DS_TAG = "hoprag"
 # Rank 0 rewrites RUN_DIR/progress.json after each step; the driver shows it as a progress bar.
 PROGRESS_FILE = "progress.json"
+# Rank 0 appends every validation (step, epoch, val_recall@K[/INDEX]) here: the validation curve.
+VALIDATION_FILE = "validation.jsonl"
 
 
 def deepspeed_config(config: TrainConfig) -> dict[str, Any]:
@@ -243,7 +245,10 @@ class WorkerSession:
         if self.state["batch"] >= self.batches_per_epoch:
             self.state["epoch"] += 1
             self.state["batch"] = 0
-        self.checkpoint(self.validate() if self.rank == 0 else {})
+        metrics = self.validate() if self.rank == 0 else {}
+        if metrics:
+            append_validation(Path(self.params["out"]), self.state["step"], self.state["epoch"], metrics)
+        self.checkpoint(metrics)
 
     def validate(self) -> dict[str, float]:
         """Recall@2/5 of the current model on each index's held-out questions
@@ -334,6 +339,15 @@ def _validate(retriever: Any, rows: list[dict[str, Any]]) -> dict[str, float]:
 def total_steps(config: TrainConfig, batches_per_epoch: int) -> int:
     """The run's optimizer steps: ``max_steps`` or every epoch."""
     return config.max_steps or config.epochs * batches_per_epoch
+
+
+def append_validation(run_dir: Path, step: int, epoch: int, metrics: dict[str, float]) -> None:
+    """Add one validation to RUN_DIR/validation.jsonl: the run's validation curve (Ray Train keeps
+    metrics only with the checkpoints it retains). A run resumed after a failure validates the
+    interrupted epoch again, so a step can appear twice; the later line is the one checkpointed."""
+    line = json.dumps({"step": step, "epoch": epoch, **metrics}, sort_keys=True)
+    with (run_dir / VALIDATION_FILE).open("a", encoding="utf-8") as f:
+        f.write(line + "\n")
 
 
 def write_progress(run_dir: Path, step: int, total_steps: int, loss: float) -> None:

@@ -226,6 +226,8 @@ def test_the_gnn_trains_resumes_exports_and_evaluates(tmp_path, train_index, ray
     first = run_training(train_index, run, _gnn_config(4), RayConfig(address=ray_cluster))
     assert first["step"] == 4 and first["loss"] > 0
     assert 0 <= first["val_recall@2"] <= first["val_recall@5"] <= 1
+    curve = [json.loads(line) for line in (run / "validation.jsonl").read_text().splitlines()]
+    assert curve[-1]["step"] == 4 and curve[-1]["val_recall@2"] == first["val_recall@2"]
     meta = json.loads((run / "retriever" / "retriever.json").read_text())
     assert meta["kind"] == "gnn" and meta["settings"]["num_layers"] == 3
     second = run_training(train_index, run, _gnn_config(6), RayConfig(address=ray_cluster))
