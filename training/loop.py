@@ -233,8 +233,9 @@ class WorkerSession:
         self.metrics = {
             "loss": float(loss.detach()),
             "subgraphs_per_s": self.steps_this_session * self.micro * self.world / elapsed,
-            "tokens_per_s": self.tokens_seen * self.world / elapsed,
         }
+        if input_ids is not None:
+            self.metrics["tokens_per_s"] = self.tokens_seen * self.world / elapsed
         if self.rank == 0:
             write_progress(
                 Path(self.params["out"]), self.state["step"], self.total_steps, self.metrics["loss"]
