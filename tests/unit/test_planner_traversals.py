@@ -125,3 +125,27 @@ def test_vertex_matching_exact_wins_and_fuzzy_returns_at_most_k(film_kg) -> None
     vectors = film_kg.triple_vectors
     assert vectors.shape == (film_kg.index.num_triples, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+
+
+def test_retriever_traversal_gives_gnn_scored_triples(film_kg, embedder) -> None:
+    """The GNN baseline joins the planner like the GLM: its entity scores pick fact triples."""
+    import torch
+
+    from hoprag.gnn.model import QueryNBFNet
+    from hoprag.gnn.retriever import GNNRetriever
+    from hoprag.gnn.settings import GNNSettings
+
+    torch.manual_seed(0)
+    settings = GNNSettings(hidden_dim=16, num_layers=2)
+    retriever = GNNRetriever(film_kg.index, QueryNBFNet(settings), settings, embedder, name="gnn:run")
+    q = _query(film_kg, "Who directed My Cousin From Warsaw?", "My Cousin From Warsaw")
+    traversal = RetrieverTraversal(film_kg, retriever, top_documents=2)
+    knowledge = traversal.retrieve(q)
+    assert traversal.name == "gnn"
+    assert knowledge.documents and knowledge.triples
+    assert all(t.source == "gnn" and 0 < t.score < 1 for t in knowledge.triples)
+    seed = film_kg.index.entity_id("My Cousin From Warsaw")
+    assert all(film_kg.is_fact(t.triple_id) for t in knowledge.triples)
+    assert any(
+        seed in (film_kg.index.head[t.triple_id], film_kg.index.tail[t.triple_id]) for t in knowledge.triples
+    )
