@@ -181,6 +181,7 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
         )
     if args.url is not None:
         return _eval_endpoint(args)
+    args.index = _index_of(args.index)
 
     if args.out is not None:  # the full machinery: Ray Data job, resumable results, report
         from evaluation.config import EvalConfig, SystemSpec, resolve_benchmark
@@ -207,6 +208,25 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from exc
     _print_result(result, args.json, args.per_question)
     return 0
+
+
+def _index_of(path: Path) -> Path:
+    """``--index``: an index directory, or a GFM-RAG-layout dataset directory, whose index is
+    ``DATA/processed/hoprag-index`` (the error names the command that builds it)."""
+    from evaluation.config import gfm_rag_index_command, is_gfm_rag_dir, resolve_benchmark
+
+    if not (path.is_dir() and is_gfm_rag_dir(path)):
+        return path
+    try:
+        index = resolve_benchmark(str(path)).index
+    except ValueError as exc:
+        raise UserError(f"eval retrieval: {exc}") from exc
+    if not (index / "manifest.json").is_file():
+        raise UserError(
+            f"eval retrieval: {path} is a GFM-RAG dataset directory without a hoprag index; build it with "
+            f"`{gfm_rag_index_command(path, index)}`"
+        )
+    return index
 
 
 def _eval_endpoint(args: argparse.Namespace) -> int:

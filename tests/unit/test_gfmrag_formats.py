@@ -469,3 +469,19 @@ def test_benchmarks_can_name_a_gfm_rag_directory(tmp_path: Path, embedder) -> No
     rows, report = load_questions(spec)
     assert [r["id"] for r in rows] == ["toy-1"] and report.questions == 1
     assert resolve_benchmark(str(spec.index)).data is None  # an index directory is an index
+
+
+def test_eval_retrieval_takes_a_gfm_rag_directory(tmp_path: Path, embedder, monkeypatch, capsys) -> None:
+    from hoprag.cli import main
+
+    monkeypatch.setenv("HOPRAG_CACHE_DIR", str(tmp_path / "cache"))
+    data = tmp_path / "hotpotqa_test"
+    stage1 = _stage1(data)
+    index = data / "processed" / "hoprag-index"
+    # no index yet: a clear error with the command that builds it
+    assert main(["eval", "retrieval", "--index", str(data), "--retriever", "dense"]) == 2
+    assert f"hoprag index --graph {stage1} --out {index}" in capsys.readouterr().err
+    build_index_from_graph(index, IndexConfig(), read_stage1(stage1), embedder=embedder)
+    assert main(["eval", "retrieval", "--index", str(data), "--retriever", "dense", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["n"] == 1 and result["errors"] == 0
