@@ -152,6 +152,14 @@ def _title(name: str) -> str:
     return clean_document_text(name).replace("\n", " ")
 
 
+def _has_raw_documents(data_dir: Path) -> bool:
+    try:
+        raw_document_file(data_dir)
+    except CorpusError:
+        return False
+    return True
+
+
 def read_stage1(path: str | Path, synonym_edges: bool = True) -> Stage1Graph:
     """Read a GFM-RAG stage1 graph (and its questions) for :func:`indexing.pipeline.build_index_from_graph`.
 
@@ -160,17 +168,15 @@ def read_stage1(path: str | Path, synonym_edges: bool = True) -> Stage1Graph:
     """
     stage1 = find_stage1_dir(path)
     resolved = stage1.resolve()
-    data_dir = resolved.parent.parent if resolved.parent.name == "processed" else resolved.parent
+    # Raw documents and questions only in GFM-RAG's layout (DATA/raw beside DATA/processed/stage1):
+    # a stage1 directory elsewhere must not pick up whatever corpus sits in its parent.
+    data_dir = resolved.parent.parent if resolved.parent.name == "processed" else None
     problems: Counter[str] = Counter()
     norm = cache(normalize_entity)
 
     raw_docs: list[Document] = []
     raw_questions: dict[str, list[dict[str, Any]]] = {}
-    try:
-        raw_document_file(data_dir)
-    except CorpusError:
-        pass
-    else:
+    if data_dir is not None and _has_raw_documents(data_dir):
         corpus = read_corpus(data_dir)
         raw_docs, raw_questions = corpus.documents, corpus.questions
         problems.update(corpus.problems)
@@ -484,6 +490,11 @@ def export_gfm_rag(index: KGIndex, out: str | Path) -> dict[str, Any]:
         _write_json(raw / f"{split}.json", raw_rows)
         _write_json(stage1 / f"{split}.json", stage1_rows)
         written["questions"][split] = len(rows)
+    # An earlier export into OUT may have had other splits: they are not this index's questions,
+    # and `hoprag index` would read them back.
+    for split in sorted(set(SPLITS) - set(by_split)):
+        for stale in (raw / f"{split}.json", stage1 / f"{split}.json"):
+            stale.unlink(missing_ok=True)
     return written
 
 

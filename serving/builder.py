@@ -34,7 +34,7 @@ def check_sources(settings: QAAppSettings) -> None:
         raise ValueError(f"QA app: index: {exc}") from exc
     if settings.retriever != "dense":
         try:
-            read_retriever_meta(settings.retriever)
+            read_retriever_meta(settings.retriever, kind=None)  # GLM or GNN
         except RetrieverLoadError as exc:
             raise ValueError(f"QA app: retriever: expected 'dense' or a retriever directory; {exc}") from exc
 

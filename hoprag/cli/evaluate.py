@@ -181,7 +181,7 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
         )
     if args.url is not None:
         return _eval_endpoint(args)
-    args.index = _index_of(args.index)
+    given, args.index = args.index, _index_of(args.index)
 
     if args.out is not None:  # the full machinery: Ray Data job, resumable results, report
         from evaluation.config import EvalConfig, SystemSpec, resolve_benchmark
@@ -189,7 +189,7 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
 
         name = Path(args.retriever).name if args.retriever != "dense" else "dense"
         try:
-            bench = resolve_benchmark(str(args.index)).model_copy(update={"split": args.split})
+            bench = resolve_benchmark(str(given)).model_copy(update={"split": args.split})
             config = EvalConfig(
                 benchmarks=[bench],
                 systems=[SystemSpec(name=name, kind="retrieval", retriever=args.retriever)],

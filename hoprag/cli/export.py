@@ -36,6 +36,8 @@ def run_export(args: argparse.Namespace) -> int:
         written = export_gfm_rag(KGIndex(args.index_dir), args.out)
     except KGIndexError as exc:
         raise UserError(str(exc)) from exc
+    except OSError as exc:  # OUT is a file, not writable, disk full
+        raise UserError(f"export gfm-rag: cannot write {args.out}: {exc}") from exc
     if args.json:
         print(json.dumps(written))
     else:

@@ -115,6 +115,11 @@ def layout_subgraph(
     tails = np.asarray([local[int(t)] for t in tail[tids]], dtype=np.int64)
     relations, rel_local = np.unique(np.asarray(relation[tids], dtype=np.int64), return_inverse=True)
     vectors = np.asarray(relation_embeddings[relations], dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[1] != len(question_vector):
+        raise ValueError(
+            f"{vectors.shape[-1]}-d relation vectors do not match {len(question_vector)}-d question vectors: "
+            "the index and the GNN's question embedder must be the same model"
+        )
     r = len(relations)
     return GNNExample(
         entity_ids=entity_ids,
@@ -129,7 +134,17 @@ def layout_subgraph(
 
 
 def collate(examples: Sequence[GNNExample]) -> GNNBatch:
-    """The disjoint union of the examples' subgraphs as one :class:`GNNBatch`."""
+    """The disjoint union of the examples' subgraphs as one :class:`GNNBatch`.
+
+    Raises ``ValueError`` when an example's relation vectors are not as wide as its question
+    vector (an index embedded by another model than the question embedder)."""
+    for ex in examples:
+        q = len(ex.question_vector)
+        if ex.relation_vectors.ndim != 2 or (len(ex.relation_vectors) and ex.relation_vectors.shape[1] != q):
+            raise ValueError(
+                f"relation vectors of shape {ex.relation_vectors.shape} do not match {q}-d question "
+                "vectors: the index and the GNN's question embedder must be the same model"
+            )
     node_offset = rel_offset = 0
     src, dst, rel, vectors, graph, slot = [], [], [], [], [], []
     n_max = max((len(ex.entity_ids) for ex in examples), default=0)
@@ -140,7 +155,7 @@ def collate(examples: Sequence[GNNExample]) -> GNNBatch:
         src.append(ex.edge_src + node_offset)
         dst.append(ex.edge_dst + node_offset)
         rel.append(ex.edge_relation + rel_offset)
-        vectors.append(ex.relation_vectors.reshape(-1, len(ex.question_vector)))
+        vectors.append(ex.relation_vectors)
         graph.append(np.full(n, b, dtype=np.int64))
         slot.append(np.arange(n, dtype=np.int64))
         labels[b, :n] = ex.labels
@@ -162,7 +177,9 @@ def collate(examples: Sequence[GNNExample]) -> GNNBatch:
         seed_weights=cat([ex.seed_weights for ex in examples], np.float32),
         node_graph=cat(graph, np.int64),
         node_slot=cat(slot, np.int64),
-        question_vectors=torch.as_tensor(np.stack([ex.question_vector for ex in examples])),
+        question_vectors=torch.as_tensor(
+            np.stack([ex.question_vector for ex in examples]) if examples else np.zeros((0, 0), np.float32)
+        ),
         entity_mask=torch.as_tensor(mask),
         labels=torch.as_tensor(labels),
     )

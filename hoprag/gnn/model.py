@@ -75,10 +75,12 @@ class QueryNBFNet(nn.Module):
         self.scorer = nn.Sequential(nn.Linear(2 * d, 2 * d), nn.ReLU(), nn.Linear(2 * d, 1))
 
     def forward(self, batch: GNNBatch) -> torch.Tensor:
-        question = self.question_proj(batch.question_vectors)  # [B, d]
+        # Inputs arrive in fp32; under bf16/fp16 training (DeepSpeed casts the weights) they follow.
+        dtype = self.question_proj.weight.dtype
+        question = self.question_proj(batch.question_vectors.to(dtype))  # [B, d]
         node_question = question[batch.node_graph]  # [N, d]
-        boundary = batch.seed_weights.unsqueeze(-1) * node_question
-        relations = self.relation_proj(batch.relation_vectors)
+        boundary = batch.seed_weights.to(dtype).unsqueeze(-1) * node_question
+        relations = self.relation_proj(batch.relation_vectors.to(dtype))
         hidden = boundary
         for layer in self.layers:
             out = layer(hidden, boundary, relations, batch.edge_src, batch.edge_dst, batch.edge_relation)

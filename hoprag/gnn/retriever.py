@@ -92,11 +92,14 @@ class GNNRetriever:
         fallback: Retriever | None = None,
         name: str = "gnn",
     ) -> None:
-        if index.relation_embeddings.shape[1] != settings.question_dim:
+        built = index.manifest.get("embedder")
+        if index.relation_embeddings.shape[1] != settings.question_dim or (
+            built is not None and built != settings.question_embedder.model
+        ):
             raise RetrieverLoadError(
-                f"index {index.path} has {index.relation_embeddings.shape[1]}-d relation vectors, the GNN "
-                f"retriever was trained on {settings.question_dim}-d ones (build the index with "
-                f"{settings.question_embedder.model})"
+                f"index {index.path} was embedded by {built} ({index.relation_embeddings.shape[1]}-d relation "
+                f"vectors); the GNN retriever reads relation vectors of {settings.question_embedder.model} "
+                f"({settings.question_dim}-d): build the index with that embedder"
             )
         self.index = index
         self.model = model.eval()

@@ -485,3 +485,19 @@ def test_eval_retrieval_takes_a_gfm_rag_directory(tmp_path: Path, embedder, monk
     assert main(["eval", "retrieval", "--index", str(data), "--retriever", "dense", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["n"] == 1 and result["errors"] == 0
+
+
+def test_export_into_an_earlier_export_leaves_no_stale_questions(tmp_path: Path, embedder) -> None:
+    import pyarrow.compute as pc
+
+    from indexing.gfmrag import export_gfm_rag
+
+    source = KGIndex(_source_index(tmp_path / "source", embedder))
+    out = tmp_path / "gfm"
+    assert set(export_gfm_rag(source, out)["questions"]) == {"train", "test"}
+    # the same OUT again, from an index that only has test questions
+    questions = source.questions
+    source.questions = questions.filter(pc.equal(questions.column("split"), "test"))
+    assert set(export_gfm_rag(source, out)["questions"]) == {"test"}
+    for directory in (out / "raw", out / "processed" / "stage1"):
+        assert (directory / "test.json").is_file() and not (directory / "train.json").exists()

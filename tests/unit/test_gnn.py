@@ -175,3 +175,39 @@ def test_a_damaged_gnn_directory_is_a_clear_error(tmp_path, small_index):
         load_gnn_retriever_model(out)
     with pytest.raises(RetrieverSpecError, match="does not match its config"):
         load_retriever(str(out), KGIndex(small_index))
+
+
+def test_bf16_weights_take_fp32_batches():
+    """DeepSpeed casts the weights to bf16 on GPUs and leaves the batch in fp32 (gnn-gpu.yaml)."""
+    torch.manual_seed(0)
+    model = QueryNBFNet(GNNSettings(hidden_dim=8, num_layers=2, question_dim=4)).eval()
+    batch = collate([_tiny_example()])
+    with torch.no_grad():
+        full = model(batch)
+        half = model.bfloat16()(batch)
+    assert half.dtype == torch.bfloat16
+    assert torch.allclose(half.float(), full, atol=0.1)
+
+
+def test_relation_vectors_of_another_embedder_are_refused(glm_index):
+    with pytest.raises(ValueError, match="same model"):
+        build_example(glm_index, ["Mira Castell"], np.ones(768, dtype=np.float32), SamplerConfig())
+    wide = _tiny_example(q_dim=4)
+    wide.question_vector = np.ones(8, dtype=np.float32)
+    with pytest.raises(ValueError, match="same model"):
+        collate([wide])
+
+
+def test_the_gnn_retriever_refuses_an_index_of_another_embedder(small_index):
+    settings = GNNSettings(hidden_dim=8, num_layers=1, question_embedder={"model": "/models/other-384d"})
+    with pytest.raises(RetrieverLoadError, match="build the index with that embedder"):
+        GNNRetriever(KGIndex(small_index), QueryNBFNet(settings), settings, question_embedder=None)
+
+
+def test_serving_preflight_accepts_a_gnn_directory(tmp_path, small_index):
+    from serving.builder import check_sources
+    from serving.settings import QAAppSettings
+
+    settings = GNNSettings(hidden_dim=8, num_layers=1)
+    out = save_gnn_retriever(tmp_path / "gnn", QueryNBFNet(settings), settings)
+    check_sources(QAAppSettings(index=str(small_index), retriever=str(out)))

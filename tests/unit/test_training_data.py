@@ -146,3 +146,23 @@ def test_encoded_columns_collate_like_the_examples_they_came_from(small_index, e
     for name in ("input_ids", "node_positions", "buckets", "attention", "pooling", "entity_mask", "labels"):
         assert np.array_equal(np.asarray(getattr(a, name)), np.asarray(getattr(b, name))), name
     assert np.allclose(np.asarray(a.question_vectors), np.asarray(b.question_vectors))
+
+
+def test_a_gnn_run_needs_the_index_embedder_as_its_question_embedder(small_index, embedder):
+    base = _config(small_index).model_dump(mode="json")
+    gnn = TrainConfig.model_validate({**base, "retriever": "gnn"})
+    (source,) = inspect_sources(gnn)
+    assert source.n_train == 1
+    other = TrainConfig.model_validate(
+        {**base, "retriever": "gnn", "gnn": {"question_embedder": {"model": "/models/other"}}}
+    )
+    with pytest.raises(TrainDataError, match="the GNN's question embedder is /models/other"):
+        inspect_sources(other)
+    # the GNN's columns go through the same encode → columns → examples path as the GLM's
+    from hoprag.gnn.data import collate
+
+    trainset = TrainSet([source], gnn)
+    columns = encode_rows(trainset, [(0, 0)], None, embedder, gnn)
+    (example,) = examples_from_columns({k: np.asarray(v, dtype=object) for k, v in columns.items()}, gnn)
+    assert example.relation_vectors.shape[1] == 384 and len(example.labels) == len(example.entity_ids) > 0
+    assert collate([example]).entity_mask.shape == (1, len(example.entity_ids))
