@@ -111,7 +111,7 @@ def measure_ceiling(
     """The split's coverage and oracle recall@k with ``settings`` (see the module docstring); with
     ``group_by`` (a question metadata field: domain, type, hops) also per value in ``groups``."""
     rows, _ = select_questions(index, split)
-    titles = index.documents.column("title").to_pylist()
+    titles = index.document_titles
     per_question = [question_ceiling(index, row, settings, titles, ks) for row in rows]
     out: dict[str, Any] = {
         "split": split,

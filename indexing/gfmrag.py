@@ -152,6 +152,14 @@ def _title(name: str) -> str:
     return clean_document_text(name).replace("\n", " ")
 
 
+def _key_column(path: Path, header: list[str]) -> str:
+    """The column that keys a node or relation: ``uid`` where the file has one, else ``name``."""
+    key = "uid" if "uid" in header else "name"
+    if key not in header:
+        raise CorpusError(f"{path}:1: missing column name (header: {','.join(header)})")
+    return key
+
+
 def _has_raw_documents(data_dir: Path) -> bool:
     try:
         raw_document_file(data_dir)
@@ -188,9 +196,7 @@ def read_stage1(path: str | Path, synonym_edges: bool = True) -> Stage1Graph:
     node_text: dict[str, str] = {}
     seen_entities: dict[str, str] = {}
     with _csv_rows(nodes_path, ("type",)) as (header, rows):
-        key_col = "uid" if "uid" in header else "name"
-        if key_col not in header:
-            raise CorpusError(f"{nodes_path}:1: missing column name (header: {','.join(header)})")
+        key_col = _key_column(nodes_path, header)
         for line, row in rows:
             where = f"{nodes_path}:{line}"
             key = row[key_col]
@@ -241,9 +247,7 @@ def read_stage1(path: str | Path, synonym_edges: bool = True) -> Stage1Graph:
     relations_path = stage1 / RELATIONS
     relations: dict[str, str] = {}
     with _csv_rows(relations_path, ()) as (header, rows):
-        rkey = "uid" if "uid" in header else "name"
-        if rkey not in header:
-            raise CorpusError(f"{relations_path}:1: missing column name (header: {','.join(header)})")
+        rkey = _key_column(relations_path, header)
         for line, row in rows:
             where = f"{relations_path}:{line}"
             key = row[rkey]

@@ -103,7 +103,11 @@ def inspect_sources(config: TrainConfig) -> list[SourceInfo]:
             )
         embedders[source.label] = str(index.manifest.get("embedder"))
         if config.retriever == "gnn":
-            _check_gnn_embedder(label, index, config)
+            problem = config.gnn.index_mismatch(
+                label, index.manifest.get("embedder"), index.relation_embeddings.shape[1]
+            )
+            if problem:
+                raise TrainDataError(problem)
         out.append(
             SourceInfo(source.label, str(Path(source.path).resolve()), len(train), len(val), source.weight)
         )
@@ -111,20 +115,6 @@ def inspect_sources(config: TrainConfig) -> list[SourceInfo]:
         listed = ", ".join(f"{name}: {model}" for name, model in embedders.items())
         raise TrainDataError(f"the indexes were built with different embedders ({listed}); use one")
     return out
-
-
-def _check_gnn_embedder(label: str, index: Any, config: TrainConfig) -> None:
-    """The GNN reads the index's relation vectors next to question vectors of its own embedder:
-    both must come from one model."""
-    wanted = config.gnn.question_embedder.model
-    built = index.manifest.get("embedder")
-    dim = index.relation_embeddings.shape[1]
-    if (built is not None and built != wanted) or dim != config.gnn.question_dim:
-        raise TrainDataError(
-            f"{label} was embedded by {built} ({dim}-d relation vectors); the GNN's question embedder is "
-            f"{wanted} ({config.gnn.question_dim}-d). Set gnn.question_embedder.model (and gnn.question_dim) "
-            "to the index's embedder"
-        )
 
 
 def sources_from_params(params: dict[str, Any]) -> list[SourceInfo]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hoprag.cli.common import UserError, add_config_args
 
@@ -80,12 +80,7 @@ def run_index(args: argparse.Namespace) -> int:
         summary = build_index(args.out, config, corpus=corpus, add=args.add, delete_titles=deletions)
     except (CorpusError, KGIndexError) as exc:
         raise UserError(str(exc)) from exc
-    if args.json:
-        print(json.dumps(summary.to_dict(), default=str))
-    else:
-        print(summary.render())
-        print(f"index written to {args.out}")
-    return 0
+    return _print_summary(args, summary, f"index written to {args.out}")
 
 
 def _run_graph_index(args: argparse.Namespace, config: IndexConfig) -> int:
@@ -102,11 +97,18 @@ def _run_graph_index(args: argparse.Namespace, config: IndexConfig) -> int:
         summary = build_index_from_graph(args.out, config, graph)
     except (CorpusError, KGIndexError) as exc:
         raise UserError(str(exc)) from exc
+    return _print_summary(
+        args, summary, f"index written to {args.out} (from the pre-built graph {graph.path})"
+    )
+
+
+def _print_summary(args: argparse.Namespace, summary: Any, written: str) -> int:
+    """A build summary as one JSON object (``--json``) or as text followed by ``written``."""
     if args.json:
         print(json.dumps(summary.to_dict(), default=str))
     else:
         print(summary.render())
-        print(f"index written to {args.out} (from the pre-built graph {graph.path})")
+        print(written)
     return 0
 
 

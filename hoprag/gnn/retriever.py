@@ -92,15 +92,11 @@ class GNNRetriever:
         fallback: Retriever | None = None,
         name: str = "gnn",
     ) -> None:
-        built = index.manifest.get("embedder")
-        if index.relation_embeddings.shape[1] != settings.question_dim or (
-            built is not None and built != settings.question_embedder.model
-        ):
-            raise RetrieverLoadError(
-                f"index {index.path} was embedded by {built} ({index.relation_embeddings.shape[1]}-d relation "
-                f"vectors); the GNN retriever reads relation vectors of {settings.question_embedder.model} "
-                f"({settings.question_dim}-d): build the index with that embedder"
-            )
+        problem = settings.index_mismatch(
+            f"index {index.path}", index.manifest.get("embedder"), index.relation_embeddings.shape[1]
+        )
+        if problem:
+            raise RetrieverLoadError(problem)
         self.index = index
         self.model = model.eval()
         self.settings = settings

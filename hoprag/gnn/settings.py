@@ -32,3 +32,16 @@ class GNNSettings(SubgraphRetrieverSettings):
         description="Initial weight of each seed entity: idf (GFM-RAG's init_nodes_weight: 1 / number of "
         "documents the entity occurs in; 1 when it occurs in none) or uniform (1).",
     )
+
+    def index_mismatch(self, index_name: str, index_embedder: str | None, relation_dim: int) -> str | None:
+        """Why an index whose relation vectors come from ``index_embedder`` (``relation_dim`` wide;
+        None: not recorded) cannot feed this GNN, or None when it can: the GNN reads those vectors
+        next to question vectors of its own embedder, so both must be one model."""
+        wanted = self.question_embedder.model
+        if (index_embedder is None or index_embedder == wanted) and relation_dim == self.question_dim:
+            return None
+        return (
+            f"{index_name} was embedded by {index_embedder} ({relation_dim}-d relation vectors); the GNN's "
+            f"question embedder is {wanted} ({self.question_dim}-d): build the index with that embedder, or "
+            "set gnn.question_embedder.model (and gnn.question_dim) to the index's"
+        )

@@ -71,6 +71,11 @@ class KGIndex:
         return pq.read_table(self.snapshot / "documents.parquet")
 
     @cached_property
+    def document_titles(self) -> list[str]:
+        """Document titles by document id (read once; retrieval maps ranked ids to titles per query)."""
+        return self.documents.column("title").to_pylist()
+
+    @cached_property
     def doc_entities(self) -> pa.Table:
         return pq.read_table(self.snapshot / "doc_entities.parquet")
 

@@ -13,7 +13,7 @@ from hoprag.retrieval.base import RankedDocument, RetrievalQuery, RetrievalResul
 
 def document_passages(index: KGIndex) -> list[str]:
     """What the dense retriever embeds per document: title, then text."""
-    titles = index.documents.column("title").to_pylist()
+    titles = index.document_titles
     texts = index.documents.column("text").to_pylist()
     return [f"{t}\n{x}".strip() for t, x in zip(titles, texts, strict=True)]
 
@@ -23,7 +23,7 @@ class DenseRetriever:
 
     def __init__(self, index: KGIndex, embedder: Embedder) -> None:
         self._embedder = embedder
-        self._titles: list[str] = index.documents.column("title").to_pylist()
+        self._titles: list[str] = index.document_titles
         self._vectors = (
             embedder.encode(document_passages(index)) if self._titles else np.zeros((0, embedder.dim))
         )

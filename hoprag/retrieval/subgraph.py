@@ -98,7 +98,7 @@ def retrieve_by_entity_scores(
     seeded_set = set(seeded)
     unseeded = [i for i in range(len(queries)) if i not in seeded_set]
     entity_docs = index.entity_documents
-    titles = index.documents.column("title").to_pylist()
+    titles = index.document_titles
     for i, scored in zip(seeded, score([queries[i] for i in seeded]), strict=True):
         ranked = settings.rank_documents([e for e, _ in scored], [s for _, s in scored], entity_docs, k)
         top = sorted(scored, key=lambda x: -x[1])
