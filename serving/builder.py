@@ -16,9 +16,9 @@ from serving.settings import QAAppSettings
 
 
 def check_sources(settings: QAAppSettings) -> None:
-    """Refuse an index or retriever that cannot be loaded, without loading them: the index's
+    """Refuse an index or retriever that cannot be loaded, without loading them: each index's
     manifest and the fast checksum check of its snapshot (small files hashed, large ones by size
-    and sampled chunks: a few MB read), the retriever's metadata files.
+    and sampled chunks: a few MB read), each retriever's metadata files.
 
     The builder runs before Serve touches any replica, so a roll-out to a mistyped, half-copied or
     corrupted path fails here and the running version keeps serving; past this point Serve would
@@ -27,21 +27,28 @@ def check_sources(settings: QAAppSettings) -> None:
     from hoprag.glm.artifact import RetrieverLoadError, read_retriever_meta
     from hoprag.kg.store import KGIndexError, read_manifest, verify_snapshot
 
-    index = Path(settings.index)
-    try:
-        verify_snapshot(index, read_manifest(index), "fast")
-    except KGIndexError as exc:
-        raise ValueError(f"QA app: index: {exc}") from exc
-    if settings.retriever != "dense":
+    several = len(settings.served_indexes) > 1
+    for served in settings.served_indexes:
+        where = f"QA app: index {served.name!r}" if several else "QA app: index"
+        index = Path(served.index)
         try:
-            read_retriever_meta(settings.retriever, kind=None)  # GLM or GNN
-        except RetrieverLoadError as exc:
-            raise ValueError(f"QA app: retriever: expected 'dense' or a retriever directory; {exc}") from exc
+            verify_snapshot(index, read_manifest(index), "fast")
+        except KGIndexError as exc:
+            raise ValueError(f"{where}: {exc}") from exc
+        if served.retriever != "dense":
+            try:
+                read_retriever_meta(served.retriever, kind=None)  # GLM or GNN
+            except RetrieverLoadError as exc:
+                raise ValueError(
+                    f"{where}: retriever: expected 'dense' or a retriever directory; {exc}"
+                ) from exc
 
 
 def build_app(args: dict[str, Any] | QAAppSettings) -> Application:
-    """Compose LLM, Retriever, QA and the ingress with ``.bind()`` after :func:`check_sources`
-    (no model or index is loaded here)."""
+    """Compose the app with ``.bind()`` after :func:`check_sources` (no model or index is loaded
+    here): one LLM deployment shared by all indexes; per index a Retriever and a QA deployment
+    (``Retriever-<name>``, ``QA-<name>``); the update-job deployment; the ingress over them."""
+    from serving.deployments.index_jobs import IndexJobs
     from serving.deployments.ingress import QAIngress
     from serving.deployments.llm import LLMDeployment
     from serving.deployments.qa import QADeployment
@@ -50,8 +57,22 @@ def build_app(args: dict[str, Any] | QAAppSettings) -> Application:
     settings = args if isinstance(args, QAAppSettings) else QAAppSettings.model_validate(args)
     check_sources(settings)
     llm = LLMDeployment.options(**settings.llm_deployment.options()).bind(settings.llm)
-    retriever = RetrieverDeployment.options(**settings.retriever_deployment.options()).bind(
-        settings.index, settings.retriever, settings.batching
-    )
-    qa = QADeployment.options(**settings.qa.options()).bind(settings, llm, retriever)
-    return QAIngress.options(**settings.ingress.options()).bind(qa, settings)
+    qa_by_index = {}
+    for served in settings.served_indexes:
+        retriever = RetrieverDeployment.options(
+            name=f"Retriever-{served.name}", **settings.retriever_deployment.options()
+        ).bind(served, settings.batching, settings.updates.watch_interval_s)
+        qa_by_index[served.name] = QADeployment.options(
+            name=f"QA-{served.name}", **settings.qa.options()
+        ).bind(settings, served, llm, retriever)
+    jobs = IndexJobs.options(**JOBS_DEPLOYMENT).bind(settings)
+    return QAIngress.options(**settings.ingress.options()).bind(qa_by_index, jobs, settings)
+
+
+# One replica holds the job table (jobs of one index run one after another); the work itself runs
+# in a Ray task, so the replica needs no CPU of its own.
+JOBS_DEPLOYMENT: dict[str, Any] = {
+    "num_replicas": 1,
+    "max_ongoing_requests": 32,
+    "ray_actor_options": {"num_cpus": 0},
+}

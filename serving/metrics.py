@@ -55,3 +55,10 @@ def retriever_metrics() -> dict[str, Any]:
             "hoprag_retriever_batch_size", "Queries per retriever forward", boundaries=[1, 2, 4, 8, 16, 32]
         ),
     }
+
+
+def process_rss_bytes() -> int:
+    """Resident memory of this replica's process (what ``/v1/indexes`` reports per index)."""
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)

@@ -51,15 +51,30 @@ class RemoteLLM:
 class RemoteRetriever:
     """The Retriever deployment behind a DeploymentHandle (one call per query; Serve batches them)."""
 
-    def __init__(self, handle: Any, name: str = "remote", timeout_s: float = 120.0) -> None:
+    def __init__(
+        self, handle: Any, name: str = "remote", timeout_s: float = 120.0, snapshot: str | None = None
+    ) -> None:
         self._handle = handle
         self._name = name
         self._timeout_s = timeout_s
+        self._snapshot = snapshot
 
     @property
     def name(self) -> str:
         return self._name
 
+    def for_snapshot(self, snapshot: str) -> RemoteRetriever:
+        """The same deployment, answering from index snapshot ``snapshot`` (what the caller reads)."""
+        return RemoteRetriever(self._handle, self._name, self._timeout_s, snapshot)
+
     def retrieve(self, queries: Sequence[RetrievalQuery], k: int) -> list[RetrievalResult]:
-        pending = [self._handle.retrieve.remote(q, k) for q in queries]  # all in flight at once
-        return [p.result(timeout_s=self._timeout_s) for p in pending]
+        from serving.snapshots import SnapshotGoneError
+
+        pending = [self._handle.retrieve.remote(q, k, self._snapshot) for q in queries]  # all in flight
+        results = []
+        for query, call in zip(queries, pending, strict=True):
+            try:
+                results.append(call.result(timeout_s=self._timeout_s))
+            except SnapshotGoneError:  # two updates passed while this request ran: use the newest
+                results.append(self._handle.retrieve.remote(query, k, None).result(timeout_s=self._timeout_s))
+        return results

@@ -141,10 +141,8 @@ def serve_foreground(
     try:
         base = start_app(settings, host, port)
         stop_on_signals()  # ray.init has replaced the SIGTERM handler
-        print(
-            f"deployed; loading the index and models ({settings.index}, retriever {settings.retriever})",
-            flush=True,
-        )
+        served = ", ".join(f"{i.name}: {i.index} (retriever {i.retriever})" for i in settings.served_indexes)
+        print(f"deployed; loading the indexes and models ({served})", flush=True)
         waited = wait_until_ready(base)
         print(
             f"hoprag QA ready in {waited:.1f} s: POST {base}/v1/qa, {base}/v1/chat/completions; docs {base}/docs"

@@ -28,6 +28,11 @@ class QARequest(BaseModel):
     return_trace: bool = Field(
         default=False, description="Include the full trace (plans, steps, clue queries)."
     )
+    index: str | None = Field(
+        default=None,
+        description="Which served index answers (GET /v1/indexes lists them); default: the app's "
+        "default_index. An unknown name is a 404 listing the served names.",
+    )
 
     @field_validator("question")
     @classmethod
@@ -151,8 +156,18 @@ class ChatCompletionRequest(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    model: str = Field(default="hoprag", description="Any name; 'hoprag-plan' selects plan mode.")
+    model: str = Field(
+        default="hoprag",
+        description="'hoprag' (retrieve mode) or 'hoprag-plan' (plan mode), optionally with ':<index>' "
+        "to pick a served index (GET /v1/models lists every combination); any other name answers in "
+        "retrieve mode.",
+    )
     messages: list[ChatMessageIn] = Field(min_length=1)
+    index: str | None = Field(
+        default=None,
+        description="Which served index answers (overrides a ':<index>' model suffix); default: the "
+        "app's default_index.",
+    )
     stream: bool = Field(default=False, description="Streaming is not supported.")
 
 
@@ -169,3 +184,80 @@ class ChatCompletionResponse(BaseModel):
     model: str
     choices: list[ChatChoice]
     usage: dict[str, int]
+
+
+# -- indexes and document updates -----------------------------------------------------------------
+class IndexMemory(BaseModel):
+    qa_replica_rss_bytes: int | None = Field(description="Resident memory of the QA replica that answered.")
+    retriever_replica_rss_bytes: int | None = Field(
+        description="Resident memory of one Retriever replica of this index (null: it did not answer in 5 s)."
+    )
+
+
+class IndexInfo(BaseModel):
+    name: str
+    default: bool = Field(description="Requests without `index` are answered from this one.")
+    status: str = Field(description="ready, loading, failed, or unreachable.")
+    retriever: str = Field(description="'dense' or the retriever directory.")
+    snapshot: str | None = Field(description="The index snapshot the answering replica serves.")
+    documents: int | None = None
+    entities: int | None = None
+    triples: int | None = None
+    memory: IndexMemory | None = Field(
+        default=None, description="Per replica; replicas of one index share nothing."
+    )
+
+
+class IndexList(BaseModel):
+    default: str
+    indexes: list[IndexInfo]
+
+
+class DocumentIn(BaseModel):
+    """One document of an upload (JSON: a list of these, or {"documents": [...]}; JSONL: one per line)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(
+        min_length=1, max_length=500, description="Unique within the index; a known title is replaced."
+    )
+    text: str = Field(min_length=1, description="The passage text.")
+
+    @field_validator("title", "text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("is blank")
+        return value
+
+
+class DocumentUpload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    documents: list[DocumentIn] = Field(min_length=1)
+
+
+JobState = Literal["queued", "running", "succeeded", "failed"]
+
+
+class JobStatus(BaseModel):
+    """A document update job (``GET /v1/jobs/{id}``)."""
+
+    job_id: str
+    index: str
+    action: Literal["add", "delete"]
+    state: JobState
+    documents: int = Field(description="Documents uploaded (add) or titles removed (delete).")
+    submitted_at: float = Field(description="Unix time.")
+    started_at: float | None = None
+    finished_at: float | None = None
+    snapshot: str | None = Field(default=None, description="The snapshot the job wrote (when succeeded).")
+    live: bool = Field(
+        default=False,
+        description="Whether the index's QA replica that answered this status request serves the job's "
+        "snapshot (or a later one): the update is visible in answers.",
+    )
+    summary: dict[str, Any] | None = Field(
+        default=None, description="The index build summary (when succeeded)."
+    )
+    error: str | None = Field(default=None, description="Why it failed; the served snapshot is unchanged.")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+import re
+
+from pydantic import Field, field_validator, model_validator
 
 from hoprag.config import StrictModel
 from hoprag.qa.config import QASettings
@@ -91,14 +93,90 @@ class RequestLimits(StrictModel):
     )
 
 
-class QAAppSettings(QASettings):
-    """Everything the QA app needs; every field has a default but ``index``. ``llm``, ``planner``
-    and ``retrieve`` are the QA settings that ``hoprag ask`` and evaluation take too."""
+INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+DEFAULT_INDEX_NAME = "default"
 
+
+class ServedIndex(StrictModel):
+    """One named index the app serves, with its retriever; each gets its own QA and Retriever
+    deployments (``QA-<name>``, ``Retriever-<name>``), all sharing the one LLM deployment."""
+
+    name: str = Field(
+        description='What requests select it by (`"index": name`); lower-case letters, digits, '
+        "'-' and '_', up to 63 characters (it is part of deployment names and URLs)."
+    )
     index: str = Field(description="KG index directory (local path or a mounted volume).")
     retriever: str = Field(
-        default="dense", description="'dense' or a GLM retriever / training run directory."
+        default="dense", description="'dense' or a GLM / GNN retriever (or training run) directory."
     )
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        if not INDEX_NAME.match(value):
+            raise ValueError(
+                f"index name {value!r}: use lower-case letters, digits, '-' and '_' (at most 63, "
+                "starting with a letter or digit)"
+            )
+        return value
+
+
+class IndexUpdateSettings(StrictModel):
+    """Live document updates (``POST/DELETE /v1/indexes/{name}/documents``): limits and the job."""
+
+    enabled: bool = Field(default=True, description="Accept document uploads and deletions.")
+    allow_without_auth: bool = Field(
+        default=False,
+        description="Accept updates with auth off. By default an app without a bearer token "
+        "(auth.token_env) refuses them (403): anyone who can reach it could rewrite the index.",
+    )
+    max_upload_bytes: int = Field(
+        default=16 * 1_048_576,
+        ge=1,
+        description="Largest upload body, in bytes (other routes keep limits.max_body_bytes); more: 413.",
+    )
+    max_documents: int = Field(default=1000, ge=1, description="Most documents in one upload (more: 422).")
+    max_document_chars: int = Field(
+        default=1_000_000, ge=1, description="Longest document text, in characters (longer: 422)."
+    )
+    job_num_cpus: float = Field(
+        default=0.5,
+        ge=0,
+        description="CPUs of the Ray task that runs an update (the index's extraction runs under it "
+        "with the index's recorded LLM and Ray Data settings).",
+    )
+    watch_interval_s: float = Field(
+        default=2.0,
+        ge=0,
+        description="How often QA and Retriever replicas look at each index's manifest for a new "
+        "snapshot (written by an update job, or by `hoprag index --add/--delete` on the same path) "
+        "and swap to it after loading it; 0 turns watching off.",
+    )
+    keep_jobs: int = Field(default=200, ge=1, description="Finished jobs whose status stays queryable.")
+
+
+class QAAppSettings(QASettings):
+    """Everything the QA app needs: ``index`` (one index) or ``indexes`` (several, by name); the
+    rest has defaults. ``llm``, ``planner`` and ``retrieve`` are the QA settings that ``hoprag ask``
+    and evaluation take too."""
+
+    index: str | None = Field(
+        default=None,
+        description="KG index directory (local path or a mounted volume), served as the index named "
+        "'default'; or give `indexes` instead.",
+    )
+    retriever: str = Field(
+        default="dense", description="'dense' or a GLM retriever / training run directory (with `index`)."
+    )
+    indexes: list[ServedIndex] = Field(
+        default_factory=list,
+        description="Several named indexes, each with its retriever (instead of `index`/`retriever`).",
+    )
+    default_index: str | None = Field(
+        default=None,
+        description="The index a request without `index` is answered from (default: the first listed).",
+    )
+    updates: IndexUpdateSettings = Field(default_factory=IndexUpdateSettings)
     request_timeout_s: float = Field(
         default=120.0, gt=0, description="Per request; past it the answer is 504."
     )
@@ -132,3 +210,29 @@ class QAAppSettings(QASettings):
             max_ongoing_requests=4, num_cpus=1.0, autoscaling=AutoscalingSettings(max_replicas=1)
         )
     )
+
+    @model_validator(mode="after")
+    def _one_way_to_name_indexes(self) -> QAAppSettings:
+        if (self.index is None) == (not self.indexes):
+            raise ValueError("give either `index` (one index) or `indexes` (a list of named indexes)")
+        if self.indexes and "retriever" in self.model_fields_set:
+            raise ValueError("`retriever` goes with `index`; with `indexes` each entry names its own")
+        names = [served.name for served in self.served_indexes]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise ValueError(f"index names must be unique; repeated: {', '.join(duplicated)}")
+        if self.default_index is not None and self.default_index not in names:
+            raise ValueError(f"default_index {self.default_index!r} is not one of {', '.join(names)}")
+        return self
+
+    @property
+    def served_indexes(self) -> list[ServedIndex]:
+        """The indexes served, by name (one named 'default' when the app was given ``index``)."""
+        if self.indexes:
+            return list(self.indexes)
+        assert self.index is not None  # the validator guarantees one of the two
+        return [ServedIndex(name=DEFAULT_INDEX_NAME, index=self.index, retriever=self.retriever)]
+
+    @property
+    def default_index_name(self) -> str:
+        return self.default_index or self.served_indexes[0].name

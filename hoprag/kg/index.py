@@ -112,6 +112,28 @@ class KGIndex:
             self.num_entities,
         )
 
+    def preload(self) -> KGIndex:
+        """Read every lazily loaded table and open every memory map now. A long-running reader (a
+        serving replica) calls it before taking traffic: an index update removes a snapshot's files
+        one update after replacing it, and what is already open or read stays readable."""
+        for name in (
+            "documents",
+            "document_titles",
+            "doc_entities",
+            "questions",
+            "entity_embeddings",
+            "relation_embeddings",
+            "triple_doc_ids",
+            "entity_documents",
+        ):
+            getattr(self, name)
+        return self
+
+    @property
+    def snapshot_id(self) -> str:
+        """The snapshot's name (changes with every write of the index)."""
+        return self.snapshot.name
+
     # -- lookups ---------------------------------------------------------------------------
     def entity_id(self, name: str) -> int | None:
         """Id of an entity by any spelling (normalized before lookup), or ``None``."""

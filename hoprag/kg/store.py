@@ -157,8 +157,9 @@ def write_snapshot(index_dir: Path, tables: KGTables, manifest_fields: dict[str,
     """Write ``tables`` as a new snapshot, then switch ``manifest.json`` to it atomically.
 
     Until the manifest is replaced, readers keep using the previous snapshot; a crash at any
-    point leaves either the old or the new index loadable, never a mix. Older snapshots are
-    removed after the switch.
+    point leaves either the old or the new index loadable, never a mix. After the switch the
+    snapshot just replaced stays (replicas serving it swap to the new one within seconds) and
+    older ones are removed.
     """
     index_dir.mkdir(parents=True, exist_ok=True)
     snapshots = index_dir / SNAPSHOTS
@@ -187,11 +188,22 @@ def write_snapshot(index_dir: Path, tables: KGTables, manifest_fields: dict[str,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **manifest_fields,
     }
+    replaced = _current_snapshot_name(index_dir)
     write_json_atomic(index_dir / MANIFEST, manifest)
     for old in snapshots.iterdir():
-        if old.name != name:
+        if old.name not in (name, replaced):
             shutil.rmtree(old, ignore_errors=True)
     return manifest
+
+
+def _current_snapshot_name(index_dir: Path) -> str | None:
+    """The snapshot the manifest points at now (kept one update longer: a serving replica may still
+    be answering from it while it loads the new one), or None."""
+    try:
+        snapshot = json.loads((index_dir / MANIFEST).read_text(encoding="utf-8")).get("snapshot")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return snapshot.rsplit("/", 1)[-1] if isinstance(snapshot, str) else None
 
 
 def read_manifest(index_dir: Path) -> dict[str, Any]:

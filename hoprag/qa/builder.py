@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hoprag.embedding import Embedder
+from hoprag.embedding import Embedder, SentenceTransformerEmbedder
 from hoprag.linking.linker import QuestionLinker
 from hoprag.llm.base import LLM
 from hoprag.llm.factory import LLMBackendConfig
@@ -46,16 +46,20 @@ def load_components(
     settings: QASettings,
     retriever: str | Retriever | None = None,
     llm: LLM | None = None,
+    embedder: Embedder | None = None,
 ) -> QAComponents:
     """Open the index with the embedder its manifest names, the retriever (a spec such as 'dense'
     or a directory, or one already built) and the LLM (``llm``, else the configured backend,
-    built on its first call so that a retrieval-only use never loads it)."""
+    built on its first call so that a retrieval-only use never loads it). ``embedder`` is reused
+    when it is the model the index names (a serving replica swapping snapshots)."""
     from hoprag.kg.index import KGIndex
     from hoprag.llm.factory import LazyLLM
     from hoprag.retrieval.loading import index_embedder, load_retriever
 
     index = KGIndex(index_dir)
-    embedder = index_embedder(index)
+    embedder = index_embedder(
+        index, reuse=embedder if isinstance(embedder, SentenceTransformerEmbedder) else None
+    )
     backend: LLM = llm if llm is not None else LazyLLM(settings.llm)
     built = load_retriever(retriever, index, embedder) if isinstance(retriever, str) else retriever
     return QAComponents(

@@ -14,11 +14,19 @@ class RetrieverSpecError(ValueError):
     """A ``--retriever`` value that names no usable retriever."""
 
 
-def index_embedder(index: KGIndex) -> SentenceTransformerEmbedder:
-    """The embedder the index's manifest names (query vectors must come from the same model)."""
-    return SentenceTransformerEmbedder(
-        EmbedderConfig(model=index.manifest.get("embedder", EmbedderConfig().model))
-    )
+def index_embedder_id(index: KGIndex) -> str:
+    """The embedder model the index's manifest names."""
+    return str(index.manifest.get("embedder", EmbedderConfig().model))
+
+
+def index_embedder(
+    index: KGIndex, reuse: SentenceTransformerEmbedder | None = None
+) -> SentenceTransformerEmbedder:
+    """The embedder the index's manifest names (query vectors must come from the same model);
+    ``reuse`` when it is that model already (a replica swapping to a new snapshot)."""
+    if reuse is not None and reuse.model_id == index_embedder_id(index):
+        return reuse
+    return SentenceTransformerEmbedder(EmbedderConfig(model=index_embedder_id(index)))
 
 
 def load_retriever(

@@ -1,5 +1,9 @@
 """The FastAPI ingress: ``POST /v1/qa``, ``POST /v1/chat/completions``, ``GET /v1/models``,
-``GET /healthz``, ``GET /readyz`` (OpenAPI docs at ``/docs``).
+``GET /v1/indexes``, ``POST /v1/indexes/{name}/documents``, ``DELETE /v1/indexes/{name}/documents/{title}``,
+``GET /v1/jobs/{id}``, ``GET /healthz``, ``GET /readyz`` (OpenAPI docs at ``/docs``).
+
+Requests pick a served index by name (``"index"`` in the body; chat also ``model: "hoprag:<name>"``);
+each index has its own QA deployment. Document updates are queued with the IndexJobs deployment.
 
 Every request passes :class:`RequestGuard` (pure ASGI middleware, outside FastAPI's routing)
 before any of its body is read: first the bearer token, when auth is on, on every path but the
@@ -49,6 +53,9 @@ from serving.schemas import (
     ChatCompletionRequest,
     ChatCompletionResponse,
     ErrorResponse,
+    IndexInfo,
+    IndexList,
+    JobStatus,
     NotReadyResponse,
     QARequest,
     QAResponse,
@@ -70,6 +77,8 @@ _CONTENT_LENGTH = re.compile(r"^\s*[0-9]+\s*$")
 _ERRORS = {
     400: "bad_request",
     401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
     413: "payload_too_large",
     422: "invalid_request",
     500: "internal_error",
@@ -193,10 +202,20 @@ OPEN_PATHS = frozenset(
 
 @dataclass(frozen=True)
 class GuardPolicy:
-    """What :class:`RequestGuard` enforces: the bearer token (None: auth off) and the body limit."""
+    """What :class:`RequestGuard` enforces: the bearer token (None: auth off) and the body limits
+    (``max_upload_bytes`` on the document-upload route, ``max_body_bytes`` everywhere else)."""
 
     token: str | None
     max_body_bytes: int
+    max_upload_bytes: int = 0
+
+    def body_limit(self, path: str, method: str) -> int:
+        if method == "POST" and self.max_upload_bytes and UPLOAD_PATH.match(path):
+            return self.max_upload_bytes
+        return self.max_body_bytes
+
+
+UPLOAD_PATH = re.compile(r"^/v1/indexes/[^/]+/documents/?$")
 
 
 def bearer_token_ok(headers: Headers, token: str) -> bool:
@@ -250,10 +269,11 @@ class RequestGuard:
             )
             await response(scope, receive, send)
             return
-        limit = policy.max_body_bytes
+        limit = policy.body_limit(_route_path(scope), scope.get("method", ""))
+        setting = "limits.max_body_bytes" if limit == policy.max_body_bytes else "updates.max_upload_bytes"
 
         async def too_large() -> None:
-            message = f"the request body is larger than {limit} bytes (limits.max_body_bytes)"
+            message = f"the request body is larger than {limit} bytes ({setting})"
             await _error(413, message, _request_id(request))(scope, receive, send)
 
         declared = request.headers.get("content-length")
@@ -297,8 +317,11 @@ api.add_middleware(RequestGuard, policy=_replica_policy)
 @serve.deployment(name="QAIngress")
 @serve.ingress(api)
 class QAIngress:
-    def __init__(self, qa_handle: Any, settings: QAAppSettings) -> None:
-        self._qa = qa_handle
+    def __init__(self, qa_handles: dict[str, Any], jobs_handle: Any, settings: QAAppSettings) -> None:
+        self._qa_handles = qa_handles
+        self._jobs = jobs_handle
+        self._default_index = settings.default_index_name
+        self._updates = settings.updates
         self._timeout_s = settings.request_timeout_s
         self._limits = settings.limits
         env = settings.auth.token_env
@@ -306,7 +329,11 @@ class QAIngress:
         if env and not self._token:
             raise RuntimeError(f"auth is on (auth.token_env={env!r}) but ${env} is empty or unset")
         # Read by RequestGuard (through the replica context) on every request.
-        self.guard_policy = GuardPolicy(token=self._token, max_body_bytes=settings.limits.max_body_bytes)
+        self.guard_policy = GuardPolicy(
+            token=self._token,
+            max_body_bytes=settings.limits.max_body_bytes,
+            max_upload_bytes=settings.updates.max_upload_bytes if settings.updates.enabled else 0,
+        )
         self._logged_not_ready: tuple[str, str] | None = None
 
     # -- helpers -----------------------------------------------------------------------------
@@ -315,15 +342,25 @@ class QAIngress:
         than the open ones never run unauthenticated: RequestGuard answers 401 first."""
         return self._token is None or bearer_token_ok(request.headers, self._token)
 
+    def _qa(self, index: str | None) -> Any:
+        """The QA deployment of ``index`` (None: the default one); 404 naming the served indexes."""
+        name = index or self._default_index
+        handle = self._qa_handles.get(name)
+        if handle is None:
+            served = ", ".join(sorted(self._qa_handles))
+            raise APIError(404, f"unknown index {name!r}; served indexes: {served} (GET /v1/indexes)")
+        return handle
+
     async def _answer(
-        self, question: str, mode: str, top_k: int, request_id: str, route: str
+        self, question: str, mode: str, top_k: int, request_id: str, route: str, index: str | None = None
     ) -> dict[str, Any]:
         from serving.metrics import ingress_metrics
 
+        qa = self._qa(index)
         m = ingress_metrics()
         m["requests"].inc(tags={"route": route, "mode": mode})
         started = time.perf_counter()
-        response = self._qa.answer.remote(question, mode, top_k)
+        response = qa.answer.remote(question, mode, top_k)
         try:
             result = await asyncio.wait_for(response, timeout=self._timeout_s)
         except BaseException as exc:
@@ -379,12 +416,18 @@ class QAIngress:
         responses={503: {"model": NotReadyResponse}},
     )
     async def readyz(self, request: Request) -> JSONResponse:
-        try:
-            status = await asyncio.wait_for(self._qa.load_status.remote(), timeout=5)
-        except TimeoutError:  # asyncio's is the builtin since 3.11
-            status = "loading: the QA deployment did not answer within 5 s (starting, or busy)"
-        except Exception as exc:
-            status = f"failed: the QA deployment is unreachable: {exc!r}"
+        statuses = await asyncio.gather(*(self._load_status(name) for name in self._qa_handles))
+        several = len(statuses) > 1
+        # Ready when every index is; otherwise the worst state (failed before loading) speaks.
+        not_ready = sorted(
+            (s for s in statuses if not s[1].startswith("ready")), key=lambda s: not s[1].startswith("failed")
+        )
+        status = "ready"
+        if not_ready:
+            name, status = not_ready[0]
+            if several:
+                state, _, detail = status.partition(": ")
+                status = f"{state}: index {name!r}" + (f": {detail}" if detail else "")
         state, _, detail = str(status).partition(": ")
         if state == "ready":
             return JSONResponse({"status": "ready"})
@@ -403,15 +446,24 @@ class QAIngress:
             error["detail"] = detail
         return JSONResponse({"status": state, "error": error}, status_code=503, headers={"Retry-After": "5"})
 
+    async def _load_status(self, name: str) -> tuple[str, str]:
+        try:
+            status = await asyncio.wait_for(self._qa_handles[name].load_status.remote(), timeout=5)
+        except TimeoutError:  # asyncio's is the builtin since 3.11
+            status = "loading: the QA deployment did not answer within 5 s (starting, or busy)"
+        except Exception as exc:
+            status = f"failed: the QA deployment is unreachable: {exc!r}"
+        return name, str(status)
+
     @api.post(
         "/v1/qa",
         response_model=QAResponse,
         summary="Answer a question",
-        responses={code: {"model": ErrorResponse} for code in (400, 401, 413, 422, 500, 503, 504)},
+        responses={code: {"model": ErrorResponse} for code in (400, 401, 404, 413, 422, 500, 503, 504)},
     )
     async def qa(self, body: QARequest, request: Request) -> JSONResponse:
         request_id = _request_id(request)
-        result = await self._answer(body.question, body.mode, body.top_k, request_id, "qa")
+        result = await self._answer(body.question, body.mode, body.top_k, request_id, "qa", body.index)
         response = QAResponse(
             request_id=request_id,
             mode=body.mode,
@@ -429,14 +481,17 @@ class QAIngress:
 
     @api.get("/v1/models", summary="OpenAI-compatible model list")
     async def models(self) -> dict[str, Any]:
-        data = [{"id": m, "object": "model", "owned_by": "hoprag"} for m in ("hoprag", "hoprag-plan")]
+        names = ["hoprag", "hoprag-plan"]
+        if len(self._qa_handles) > 1:  # 'hoprag' alone answers from the default index
+            names += [f"{mode}:{index}" for index in self._qa_handles for mode in ("hoprag", "hoprag-plan")]
+        data = [{"id": m, "object": "model", "owned_by": "hoprag"} for m in names]
         return {"object": "list", "data": data}
 
     @api.post(
         "/v1/chat/completions",
         response_model=ChatCompletionResponse,
         summary="OpenAI-compatible: answers the last user message through the QA pipeline",
-        responses={code: {"model": ErrorResponse} for code in (400, 401, 413, 422, 500, 503, 504)},
+        responses={code: {"model": ErrorResponse} for code in (400, 401, 404, 413, 422, 500, 503, 504)},
     )
     async def chat(self, body: ChatCompletionRequest, request: Request) -> JSONResponse:
         request_id = _request_id(request)
@@ -446,8 +501,9 @@ class QAIngress:
         question = _last_user_text(body)
         if not question:
             raise APIError(400, "no user message with text content")
-        mode = "plan" if body.model.endswith("plan") else "retrieve"
-        result = await self._answer(question, mode, 5, request_id, "chat")
+        model, _, model_index = body.model.partition(":")
+        mode = "plan" if model.endswith("plan") else "retrieve"
+        result = await self._answer(question, mode, 5, request_id, "chat", body.index or model_index or None)
         response = ChatCompletionResponse(
             id=f"chatcmpl-{request_id}",
             created=int(time.time()),
@@ -466,3 +522,108 @@ class QAIngress:
             },
         )
         return JSONResponse(response.model_dump(mode="json"))
+
+    # -- indexes and document updates ------------------------------------------------------------
+    @api.get(
+        "/v1/indexes",
+        response_model=IndexList,
+        summary="The served indexes: snapshot, sizes, and the memory of their replicas",
+    )
+    async def indexes(self) -> JSONResponse:
+        infos = await asyncio.gather(*(self._describe(name) for name in self._qa_handles))
+        listing = IndexList(default=self._default_index, indexes=list(infos))
+        return JSONResponse(listing.model_dump(mode="json"))
+
+    async def _describe(self, name: str) -> IndexInfo:
+        try:
+            info = await asyncio.wait_for(self._qa_handles[name].describe.remote(), timeout=10)
+        except Exception as exc:
+            logger.warning("index %s: describe failed: %r", name, exc)
+            info = {"name": name, "status": "unreachable", "retriever": "", "snapshot": None}
+        return IndexInfo.model_validate({**info, "name": name, "default": name == self._default_index})
+
+    def _check_updates_allowed(self, index: str) -> None:
+        if not self._updates.enabled:
+            raise APIError(403, "document updates are turned off (updates.enabled: false)")
+        if self._token is None and not self._updates.allow_without_auth:
+            raise APIError(
+                403,
+                "document updates need auth (auth.token_env) so that not anyone can rewrite the index; "
+                "or set updates.allow_without_auth: true",
+            )
+        self._qa(index)  # 404 for an unknown index
+
+    async def _jobs_call(self, method: str, *args: Any) -> Any:
+        from serving.deployments.index_jobs import TooManyJobsError, UnknownDocumentError
+
+        try:
+            return await asyncio.wait_for(getattr(self._jobs, method).remote(*args), timeout=60)
+        except UnknownDocumentError as exc:
+            raise APIError(404, f"the index has no document titled {exc.args[0]!r}") from exc
+        except TooManyJobsError as exc:
+            raise APIError(503, str(exc), {"Retry-After": "30"}) from exc
+        except TimeoutError as exc:
+            raise APIError(
+                503, "the job service did not answer in time; retry", {"Retry-After": "5"}
+            ) from exc
+
+    @api.post(
+        "/v1/indexes/{name}/documents",
+        response_model=JobStatus,
+        status_code=202,
+        summary="Add documents (a known title is replaced): runs the index update as a background job",
+        description='Body: a JSON list of `{title, text}`, `{"documents": [...]}`, or JSONL '
+        "(`Content-Type: application/jsonl`). Answers 202 with the job; its status is at "
+        "`GET /v1/jobs/{job_id}`. The served snapshot changes only when the job succeeds.",
+        responses={code: {"model": ErrorResponse} for code in (400, 401, 403, 404, 413, 422, 503)},
+    )
+    async def add_documents(self, name: str, request: Request) -> JSONResponse:
+        from serving.uploads import UploadError, parse_upload
+
+        self._check_updates_allowed(name)
+        try:
+            documents = parse_upload(
+                await request.body(),
+                request.headers.get("content-type", "application/json"),
+                self._updates.max_documents,
+                self._updates.max_document_chars,
+            )
+        except UploadError as exc:
+            raise APIError(exc.status, str(exc)) from exc
+        job = await self._jobs_call("submit_add", name, [d.model_dump() for d in documents])
+        logger.info("job %s: add %d documents to %s", job["job_id"], len(documents), name)
+        return self._job_response(job, 202)
+
+    @api.delete(
+        "/v1/indexes/{name}/documents/{title:path}",
+        response_model=JobStatus,
+        status_code=202,
+        summary="Remove a document (URL-encode the title): runs the index update as a background job",
+        responses={code: {"model": ErrorResponse} for code in (401, 403, 404, 503)},
+    )
+    async def delete_document(self, name: str, title: str) -> JSONResponse:
+        self._check_updates_allowed(name)
+        job = await self._jobs_call("submit_delete", name, title)
+        logger.info("job %s: delete %r from %s", job["job_id"], title, name)
+        return self._job_response(job, 202)
+
+    @api.get(
+        "/v1/jobs/{job_id}",
+        response_model=JobStatus,
+        summary="A document update job: queued, running, succeeded (with its snapshot and whether it is live) or failed",
+        responses={code: {"model": ErrorResponse} for code in (401, 404)},
+    )
+    async def job(self, job_id: str) -> JSONResponse:
+        index = await self._jobs_call("index_of", job_id)
+        if index is None:
+            raise APIError(404, f"no job {job_id!r} (finished jobs are kept: updates.keep_jobs)")
+        try:
+            serving = await asyncio.wait_for(self._qa_handles[index].snapshot.remote(), timeout=5)
+        except Exception:  # the status is still worth answering
+            serving = None
+        return self._job_response(await self._jobs_call("status", job_id, serving), 200)
+
+    @staticmethod
+    def _job_response(job: dict[str, Any], status: int) -> JSONResponse:
+        body = JobStatus.model_validate(job).model_dump(mode="json")
+        return JSONResponse(body, status_code=status, headers={"Location": f"/v1/jobs/{job['job_id']}"})

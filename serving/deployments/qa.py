@@ -1,6 +1,7 @@
-"""The QA deployment: the PAI-2 planner (``plan`` mode) and single-shot GLM-RAG (``retrieve``
-mode), built by :mod:`hoprag.qa.builder` (as ``hoprag ask`` and evaluation build them) over the
-Retriever and LLM deployments reached through handles.
+"""The QA deployment of one served index: the PAI-2 planner (``plan`` mode) and single-shot
+GLM-RAG (``retrieve`` mode), built by :mod:`hoprag.qa.builder` (as ``hoprag ask`` and evaluation
+build them) over the index's Retriever deployment and the shared LLM deployment, reached through
+handles.
 
 A replica loads its index and embedder and waits for the LLM and Retriever deployments in its
 constructor by default, so Serve routes to it only once it can answer: a rolling update (a new
@@ -8,6 +9,10 @@ retriever checkpoint, new settings) then sends no request to a replica that is s
 and a replica that cannot load fails its deployment with the load error. With
 ``load_in_background`` the loading runs in a thread instead: the replica starts at once and reports
 not-ready (``/readyz`` 503, QA 503 with Retry-After) until loading has finished.
+
+Once loaded, the replica follows the index's snapshots (:mod:`serving.snapshots`): a new snapshot
+(a document update) is loaded beside the one being served, then swapped in; a request runs
+entirely on the systems it started with.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 from ray import serve
 
-from serving.settings import QAAppSettings
+from serving.settings import QAAppSettings, ServedIndex
 
 
 class NotReadyError(RuntimeError):
@@ -30,13 +35,21 @@ class NotReadyError(RuntimeError):
 class QADeployment:
     # Serve awaits an async constructor; loading runs in a thread because blocking handle calls
     # (`.result()`) are refused on the replica's event loop.
-    async def __init__(self, settings: QAAppSettings, llm_handle: Any, retriever_handle: Any) -> None:  # type: ignore[misc]
+    async def __init__(  # type: ignore[misc]
+        self, settings: QAAppSettings, served: ServedIndex, llm_handle: Any, retriever_handle: Any
+    ) -> None:
         self._settings = settings
+        self._served = served
         self._llm_handle = llm_handle
         self._retriever_handle = retriever_handle
         self._ready = threading.Event()
         self._load_error: BaseException | None = None
         self._systems: dict[str, Any] = {}
+        self._snapshot = ""
+        self._index_stats: dict[str, int] = {}
+        self._remote: tuple[Any, Any] | None = None  # RemoteLLM, RemoteRetriever
+        self._embedder: Any = None
+        self._watcher: Any = None
         if settings.load_in_background:
             threading.Thread(target=self._load, name="qa-load", daemon=True).start()
             return
@@ -47,8 +60,8 @@ class QADeployment:
     def _load(self) -> None:
         try:
             time.sleep(self._settings.startup_delay_s)
-            from hoprag.qa.builder import assemble_qa_system, load_components
             from serving.remote import RemoteLLM, RemoteRetriever
+            from serving.snapshots import SnapshotWatcher
 
             s = self._settings
             llm = RemoteLLM(self._llm_handle, timeout_s=s.request_timeout_s)
@@ -56,14 +69,41 @@ class QADeployment:
             described = self._retriever_handle.describe.remote().result(
                 timeout_s=s.request_timeout_s * 5
             )  # and the Retriever
-            retriever = RemoteRetriever(self._retriever_handle, name=str(described["retriever"]))
-            components = load_components(s.index, s, retriever=retriever, llm=llm)
-            _ = components.kg.triple_vectors  # computed (or read from the cache) before taking traffic
-            self._systems = {mode: assemble_qa_system(components, s, mode) for mode in ("retrieve", "plan")}
+            self._remote = (llm, RemoteRetriever(self._retriever_handle, name=str(described["retriever"])))
+            self._swap_to_current()
+            self._watcher = SnapshotWatcher(
+                self._served.index,
+                self._snapshot,
+                lambda _: self._swap_to_current(),
+                s.updates.watch_interval_s,
+                name=f"qa-{self._served.name}-watch",
+            )
         except BaseException as exc:  # reported by ready() and check_health()
             self._load_error = exc
         finally:
             self._ready.set()
+
+    def _swap_to_current(self) -> None:
+        """Load the index's current snapshot and its QA systems, then make them the ones answering."""
+        from hoprag.qa.builder import assemble_qa_system, load_components
+
+        assert self._remote is not None
+        llm, retriever = self._remote
+        s = self._settings
+        components = load_components(
+            self._served.index, s, retriever=retriever, llm=llm, embedder=self._embedder
+        )
+        index = components.kg.index.preload()
+        components.retriever = retriever.for_snapshot(index.snapshot_id)
+        _ = components.kg.triple_vectors  # computed (or read from the cache) before taking traffic
+        systems = {mode: assemble_qa_system(components, s, mode) for mode in ("retrieve", "plan")}
+        self._embedder = components.embedder
+        self._index_stats = {
+            "documents": index.documents.num_rows,
+            "entities": index.num_entities,
+            "triples": index.num_triples,
+        }
+        self._systems, self._snapshot = systems, index.snapshot_id  # one swap: requests see old or new
 
     def ready(self) -> bool:
         return self._ready.is_set() and self._load_error is None
@@ -77,6 +117,30 @@ class QADeployment:
     def check_health(self) -> None:
         if self._load_error is not None:
             raise RuntimeError(f"QA replica failed to load: {self._load_error!r}")
+
+    async def describe(self) -> dict[str, Any]:
+        """This index as ``/v1/indexes`` lists it: snapshot, sizes, and the resident memory of this
+        QA replica and of a Retriever replica of the index."""
+        from serving.metrics import process_rss_bytes
+
+        info: dict[str, Any] = {
+            "name": self._served.name,
+            "status": self.load_status().partition(":")[0],
+            "retriever": self._served.retriever,
+            "snapshot": self._snapshot or None,
+            **self._index_stats,
+            "memory": {"qa_replica_rss_bytes": process_rss_bytes(), "retriever_replica_rss_bytes": None},
+        }
+        try:
+            retriever = await asyncio.wait_for(self._retriever_handle.describe.remote(), timeout=5)
+            info["memory"]["retriever_replica_rss_bytes"] = retriever["rss_bytes"]
+        except Exception:  # starting, or busy: the QA side is still worth reporting
+            pass
+        return info
+
+    def snapshot(self) -> str:
+        """The snapshot this replica answers from ('' while loading)."""
+        return self._snapshot
 
     def answer(self, question: str, mode: str, top_k: int) -> dict[str, Any]:
         """The answer as ``Answer.to_dict()``; raises NotReadyError while loading."""

@@ -61,17 +61,72 @@ class _Reply:
 
 
 class FakeQA:
-    """The QA deployment's handle: ``load_status`` as scripted, ``answer`` records the questions."""
+    """A QA deployment's handle: ``load_status`` as scripted, ``answer`` records the questions."""
 
-    def __init__(self, status: str | BaseException = "ready") -> None:
+    def __init__(self, status: str | BaseException = "ready", snapshot: str = "snap-1") -> None:
         self.status = status
         self.questions: list[str] = []
         self.load_status = SimpleNamespace(remote=lambda: _Reply(self.status))
         self.answer = SimpleNamespace(remote=self._answer)
+        self.snapshot = SimpleNamespace(remote=lambda: _Reply(snapshot))
+        self.describe = SimpleNamespace(
+            remote=lambda: _Reply(
+                {
+                    "name": "?",
+                    "status": "ready",
+                    "retriever": "dense",
+                    "snapshot": snapshot,
+                    "documents": 3,
+                    "entities": 7,
+                    "triples": 9,
+                    "memory": {"qa_replica_rss_bytes": 1000, "retriever_replica_rss_bytes": 2000},
+                }
+            )
+        )
 
     def _answer(self, question: str, mode: str, top_k: int) -> _Reply:
         self.questions.append(question)
         return _Reply(dict(ANSWER))
+
+
+class FakeJobs:
+    """The IndexJobs deployment's handle: records submissions, answers statuses."""
+
+    def __init__(self) -> None:
+        self.submitted: list[tuple[str, str, Any]] = []
+        self.known_titles = {"My Cousin From Warsaw"}
+        for method in ("submit_add", "submit_delete", "status", "index_of"):
+            setattr(self, method, SimpleNamespace(remote=getattr(self, f"_{method}")))
+
+    def _job(self, index: str, action: str, count: int) -> dict[str, Any]:
+        return {
+            "job_id": f"job-{len(self.submitted)}",
+            "index": index,
+            "action": action,
+            "state": "queued",
+            "documents": count,
+            "submitted_at": 1.0,
+            "live": False,
+        }
+
+    def _submit_add(self, index: str, documents: list[dict[str, str]]) -> _Reply:
+        self.submitted.append((index, "add", documents))
+        return _Reply(self._job(index, "add", len(documents)))
+
+    def _submit_delete(self, index: str, title: str) -> _Reply:
+        from serving.deployments.index_jobs import UnknownDocumentError
+
+        if title not in self.known_titles:
+            return _Reply(UnknownDocumentError(title))
+        self.submitted.append((index, "delete", title))
+        return _Reply(self._job(index, "delete", 1))
+
+    def _index_of(self, job_id: str) -> _Reply:
+        return _Reply("default" if job_id == "job-1" else None)
+
+    def _status(self, job_id: str, serving: str | None) -> _Reply:
+        job = self._job("default", "add", 2) | {"job_id": job_id, "state": "succeeded", "snapshot": "snap-1"}
+        return _Reply(job | {"live": serving == "snap-1"})
 
 
 class _Metric:
@@ -87,8 +142,8 @@ class _Replica(QAIngress.func_or_class):  # type: ignore[misc,name-defined]
     ``__init__`` is async (Serve awaits it), and its async ``__del__`` (the app's lifespan shutdown,
     which never started here) is left out, so garbage collection warns of no unawaited coroutine."""
 
-    async def __init__(self, qa: FakeQA, settings: QAAppSettings) -> None:
-        await super().__init__(qa, settings)
+    async def __init__(self, qa: dict[str, FakeQA], jobs: FakeJobs, settings: QAAppSettings) -> None:
+        await super().__init__(qa, jobs, settings)
 
     def __del__(self) -> None:
         pass
@@ -107,16 +162,27 @@ def make_client(monkeypatch: pytest.MonkeyPatch) -> Make:
     )
 
     def make(
-        *, auth: bool = True, qa: FakeQA | None = None, root_path: str = "", **overrides: Any
+        *,
+        auth: bool = True,
+        qa: FakeQA | None = None,
+        root_path: str = "",
+        indexes: dict[str, FakeQA] | None = None,
+        jobs: FakeJobs | None = None,
+        **overrides: Any,
     ) -> tuple[TestClient, FakeQA]:
         if auth:
             monkeypatch.setenv(TOKEN_ENV, TOKEN)
+        served: dict[str, Any] = (
+            {"indexes": [{"name": n, "index": f"/srv/{n}"} for n in indexes]}
+            if indexes
+            else {"index": "unused"}
+        )
         settings = QAAppSettings.model_validate(
-            {"index": "unused", "auth": {"token_env": TOKEN_ENV if auth else None}, **overrides}
+            {**served, "auth": {"token_env": TOKEN_ENV if auth else None}, **overrides}
         )
         qa = qa or FakeQA()
         replica = _Replica.__new__(_Replica)
-        asyncio.run(replica.__init__(qa, settings))
+        asyncio.run(replica.__init__(indexes or {"default": qa}, jobs or FakeJobs(), settings))
         monkeypatch.setattr(serve, "get_replica_context", lambda: SimpleNamespace(servable_object=replica))
         return TestClient(replica.app, raise_server_exceptions=False, root_path=root_path), qa
 
@@ -423,3 +489,151 @@ def test_readyz_with_auth_off_shows_the_detail(make_client: Make) -> None:
     client, _ = make_client(auth=False, qa=FakeQA(f"failed: {SECRET_ERROR}"))
     r = client.get("/readyz")
     assert r.status_code == 503 and r.json()["error"]["detail"] == SECRET_ERROR
+
+
+# -- several indexes --------------------------------------------------------------------------------
+def test_a_request_picks_its_index_and_an_unknown_one_is_a_404_listing_the_names(make_client: Make) -> None:
+    films, music = FakeQA(), FakeQA()
+    client, _ = make_client(indexes={"films": films, "music": music}, default_index="music")
+    ok = client.post("/v1/qa", json={"question": "Who?", "index": "films"}, headers=_auth())
+    assert ok.status_code == 200, ok.text
+    default = client.post("/v1/qa", json={"question": "Where?"}, headers=_auth())
+    assert default.status_code == 200
+    assert (films.questions, music.questions) == (["Who?"], ["Where?"])
+    missing = client.post("/v1/qa", json={"question": "Who?", "index": "books"}, headers=_auth())
+    error = _error(missing, 404, "not_found")
+    assert "'books'" in error["message"] and "films, music" in error["message"]
+    # chat: the model's ':<index>' suffix, or an `index` field, picks the index
+    chat = client.post(
+        "/v1/chat/completions", json={**_chat("Who?"), "model": "hoprag-plan:films"}, headers=_auth()
+    )
+    assert chat.status_code == 200 and films.questions[-1] == "Who?"
+    chat = client.post("/v1/chat/completions", json={**_chat("Why?"), "index": "music"}, headers=_auth())
+    assert chat.status_code == 200 and music.questions[-1] == "Why?"
+    _error(
+        client.post("/v1/chat/completions", json={**_chat("Who?"), "model": "hoprag:x"}, headers=_auth()),
+        404,
+        "not_found",
+    )
+    models = {m["id"] for m in client.get("/v1/models", headers=_auth()).json()["data"]}
+    assert {"hoprag", "hoprag-plan", "hoprag:films", "hoprag-plan:music"} <= models
+
+
+def test_the_index_listing_reports_each_index_with_its_memory(make_client: Make) -> None:
+    client, _ = make_client(indexes={"films": FakeQA(), "music": FakeQA("loading")})
+    body = client.get("/v1/indexes", headers=_auth()).json()
+    assert body["default"] == "films"
+    films, music = body["indexes"]
+    assert films["name"] == "films" and films["default"] and not music["default"]
+    assert films["memory"] == {"qa_replica_rss_bytes": 1000, "retriever_replica_rss_bytes": 2000}
+    assert films["triples"] == 9 and films["snapshot"] == "snap-1"
+    # one index still loading: the app is not ready, and /readyz says which
+    ready = client.get("/readyz", headers=_auth())
+    assert ready.status_code == 503 and "music" in ready.json()["error"]["message"] + ready.json()[
+        "error"
+    ].get("detail", "")
+
+
+# -- document updates ---------------------------------------------------------------------------------
+def test_document_updates_need_auth_unless_allowed(make_client: Make) -> None:
+    client, _ = make_client(auth=False)
+    docs = [{"title": "A", "text": "a text"}]
+    error = _error(client.post("/v1/indexes/default/documents", json=docs), 403, "forbidden")
+    assert "updates.allow_without_auth" in error["message"]
+    allowed, _ = make_client(auth=False, updates={"allow_without_auth": True})
+    assert allowed.post("/v1/indexes/default/documents", json=docs).status_code == 202
+    off, _ = make_client(updates={"enabled": False})
+    _error(off.post("/v1/indexes/default/documents", json=docs, headers=_auth()), 403, "forbidden")
+    # with auth on, an unauthenticated upload is a 401 before anything else
+    client, _ = make_client()
+    _error(client.post("/v1/indexes/default/documents", json=docs), 401, "unauthorized")
+
+
+def test_an_upload_becomes_a_job_in_json_or_jsonl(make_client: Make) -> None:
+    jobs = FakeJobs()
+    client, _ = make_client(jobs=jobs)
+    r = client.post(
+        "/v1/indexes/default/documents",
+        json={"documents": [{"title": "A", "text": "a text"}, {"title": "B", "text": "b text"}]},
+        headers=_auth(),
+    )
+    assert r.status_code == 202, r.text
+    assert r.json()["state"] == "queued" and r.headers["location"] == f"/v1/jobs/{r.json()['job_id']}"
+    lines = "\n".join(json.dumps({"title": t, "text": f"{t} text"}) for t in ("C", "D", "E")) + "\n\n"
+    r = client.post(
+        "/v1/indexes/default/documents",
+        content=lines,
+        headers={**_auth(), "Content-Type": "application/jsonl"},
+    )
+    assert r.status_code == 202, r.text
+    assert [(i, a, [d["title"] for d in docs]) for i, a, docs in jobs.submitted] == [
+        ("default", "add", ["A", "B"]),
+        ("default", "add", ["C", "D", "E"]),
+    ]
+    _error(
+        client.post("/v1/indexes/nope/documents", json=[{"title": "A", "text": "t"}], headers=_auth()),
+        404,
+        "not_found",
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "fragment"),
+    [
+        ("not json", "application/json", 400, "not valid JSON"),
+        ("[]", "application/json", 422, "documents"),
+        ('[{"title": "A"}]', "application/json", 422, "documents.0.text: Field required"),
+        ('[{"title": "A", "text": "  "}]', "application/json", 422, "documents.0.text"),
+        (
+            '[{"title": "A", "text": "x"}, {"title": "A", "text": "y"}]',
+            "application/json",
+            422,
+            "also documents.0",
+        ),
+        ('{"title": "A", "text": "x"}\n{oops\n', "application/jsonl", 422, "line 2: not a JSON object"),
+        (
+            '{"title": "A", "text": "' + "x" * 60 + '"}',
+            "application/jsonl",
+            422,
+            "updates.max_document_chars",
+        ),
+    ],
+)
+def test_bad_uploads_are_refused_with_where_the_problem_is(
+    make_client: Make, body: str, content_type: str, status: int, fragment: str
+) -> None:
+    jobs = FakeJobs()
+    client, _ = make_client(jobs=jobs, updates={"max_document_chars": 50})
+    r = client.post(
+        "/v1/indexes/default/documents", content=body, headers={**_auth(), "Content-Type": content_type}
+    )
+    assert r.status_code == status, r.text
+    assert fragment in r.json()["error"]["message"]
+    assert jobs.submitted == []  # nothing queued
+
+
+def test_uploads_have_their_own_size_limit(make_client: Make) -> None:
+    jobs = FakeJobs()
+    client, _ = make_client(jobs=jobs, limits={"max_body_bytes": 200}, updates={"max_upload_bytes": 2000})
+    docs = [{"title": "A", "text": "x" * 500}]
+    assert client.post("/v1/indexes/default/documents", json=docs, headers=_auth()).status_code == 202
+    # the QA route keeps the small limit; an upload over its own limit is a 413 naming the setting
+    _error(client.post("/v1/qa", json={"question": "x" * 500}, headers=_auth()), 413, "payload_too_large")
+    big = [{"title": "A", "text": "x" * 3000}]
+    error = _error(
+        client.post("/v1/indexes/default/documents", json=big, headers=_auth()), 413, "payload_too_large"
+    )
+    assert "updates.max_upload_bytes" in error["message"]
+    assert len(jobs.submitted) == 1
+
+
+def test_deleting_a_document_and_reading_a_job(make_client: Make) -> None:
+    jobs = FakeJobs()
+    client, _ = make_client(jobs=jobs)
+    r = client.delete("/v1/indexes/default/documents/My%20Cousin%20From%20Warsaw", headers=_auth())
+    assert r.status_code == 202, r.text
+    assert jobs.submitted == [("default", "delete", "My Cousin From Warsaw")]
+    _error(client.delete("/v1/indexes/default/documents/Nope", headers=_auth()), 404, "not_found")
+    status = client.get("/v1/jobs/job-1", headers=_auth())
+    assert status.status_code == 200 and status.json()["state"] == "succeeded" and status.json()["live"]
+    _error(client.get("/v1/jobs/job-404", headers=_auth()), 404, "not_found")

@@ -81,13 +81,28 @@ def test_building_the_app_checks_its_sources_without_loading_them(tmp_path: Path
     from ray.serve import Application
 
     app = build_app({"index": str(index), "retriever": str(glm)})
-    # The ingress bound over the QA deployment, with the given sources (Ray keeps the bound
-    # deployment in a private attribute; there is no public accessor).
+    # The ingress bound over one QA deployment per index, with the given sources (Ray keeps the
+    # bound deployment in a private attribute; there is no public accessor).
     ingress = app._bound_deployment
     assert isinstance(app, Application) and ingress.name == "QAIngress"
-    qa, settings = ingress.init_args
-    assert isinstance(qa, Application) and qa._bound_deployment.name == "QA"
+    qa_by_index, jobs, settings = ingress.init_args
+    assert list(qa_by_index) == ["default"] and jobs._bound_deployment.name == "IndexJobs"
+    assert qa_by_index["default"]._bound_deployment.name == "QA-default"
     assert (str(settings.index), str(settings.retriever)) == (str(index), str(glm))
+    several = build_app(
+        {
+            "indexes": [
+                {"name": "films", "index": str(index), "retriever": str(glm)},
+                {"name": "b", "index": str(index)},
+            ]
+        }
+    )
+    qa_by_index = several._bound_deployment.init_args[0]
+    assert {n: q._bound_deployment.name for n, q in qa_by_index.items()} == {"films": "QA-films", "b": "QA-b"}
+    with pytest.raises(ValueError, match=r"index 'b': .*not a hoprag index"):
+        build_app(
+            {"indexes": [{"name": "films", "index": str(index)}, {"name": "b", "index": str(tmp_path)}]}
+        )
     # A roll-out to a bad path fails in the builder, before Serve replaces any running replica.
     with pytest.raises(ValueError, match="not a hoprag index"):
         build_app({"index": str(tmp_path / "missing-index")})
@@ -157,3 +172,51 @@ def test_serve_stops_on_ctrl_c_and_sigterm_even_if_started_with_sigint_ignored(s
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     assert run.returncode == 0 and run.stdout.strip() == f"stopping on {signum}", run.stderr
+
+
+def test_an_app_serves_one_index_or_several_named_ones() -> None:
+    one = QAAppSettings(index="/srv/a", retriever="/srv/glm")
+    assert [(i.name, i.index, i.retriever) for i in one.served_indexes] == [("default", "/srv/a", "/srv/glm")]
+    assert one.default_index_name == "default"
+    several = QAAppSettings.model_validate(
+        {
+            "indexes": [{"name": "films", "index": "/a"}, {"name": "music", "index": "/b"}],
+            "default_index": "music",
+        }
+    )
+    assert [i.name for i in several.served_indexes] == ["films", "music"]
+    assert several.default_index_name == "music" and several.served_indexes[0].retriever == "dense"
+    assert QAAppSettings.model_validate({"indexes": [{"name": "a", "index": "/a"}]}).default_index_name == "a"
+    for bad, fragment in (
+        ({}, "either `index`"),
+        ({"index": "/a", "indexes": [{"name": "a", "index": "/a"}]}, "either `index`"),
+        ({"indexes": [{"name": "a", "index": "/a"}], "retriever": "/glm"}, "each entry names its own"),
+        ({"indexes": [{"name": "a", "index": "/a"}, {"name": "a", "index": "/b"}]}, "repeated: a"),
+        ({"indexes": [{"name": "a", "index": "/a"}], "default_index": "b"}, "not one of a"),
+        ({"indexes": [{"name": "Films!", "index": "/a"}]}, "lower-case letters"),
+    ):
+        with pytest.raises(ValueError, match=fragment):
+            QAAppSettings.model_validate(bad)
+
+
+def test_hoprag_serve_names_indexes_on_the_command_line() -> None:
+    from hoprag.cli.common import UserError
+    from hoprag.cli.serve import served_indexes_from_args
+
+    assert served_indexes_from_args(["runs/a"], []) == {"index": "runs/a", "retriever": "dense"}
+    assert served_indexes_from_args(["runs/a"], ["runs/glm"]) == {"index": "runs/a", "retriever": "runs/glm"}
+    assert served_indexes_from_args(["films=runs/a", "music=runs/b"], ["music=runs/glm"]) == {
+        "indexes": [
+            {"name": "films", "index": "runs/a", "retriever": "dense"},
+            {"name": "music", "index": "runs/b", "retriever": "runs/glm"},
+        ]
+    }
+    assert served_indexes_from_args([], []) == {}
+    for indexes, retrievers, fragment in (
+        (["runs/a", "runs/b"], [], "NAME=DIR for each"),
+        (["films=runs/a"], ["books=runs/glm"], "NAME of an --index"),
+        (["runs/a"], ["a=runs/glm"], "at most one --retriever SPEC"),
+        ([], ["runs/glm"], "needs --index"),
+    ):
+        with pytest.raises(UserError, match=fragment):
+            served_indexes_from_args(indexes, retrievers)
