@@ -293,7 +293,7 @@ def test_a_killed_retriever_replica_is_replaced_and_retries_absorb_the_failures(
         return sorted(
             a["name"]
             for a in ray.util.list_named_actors(all_namespaces=True)
-            if a["name"].startswith("SERVE_REPLICA::open#Retriever")
+            if a["name"].startswith("SERVE_REPLICA::open#Retriever-default#")
         )
 
     before = retriever_replicas()
@@ -472,12 +472,12 @@ def test_rolling_a_new_retriever_into_a_running_app_drops_no_request(served) -> 
         }
 
     def retriever_name() -> str:
-        handle = serve.get_deployment_handle("Retriever", app_name="roll")
+        handle = serve.get_deployment_handle("Retriever-default", app_name="roll")
         return str(handle.describe.remote().result(timeout_s=60)["retriever"])
 
     serve.run(app("dense"), name="roll", route_prefix="/roll", blocking=False)  # returns once loaded
     assert retriever_name().startswith("dense")
-    before = replicas("Retriever")
+    before = replicas("Retriever-default")
     url = f"{served.root}/roll/v1/qa"
     outcomes: list[object] = []
     stop = threading.Event()
@@ -506,7 +506,7 @@ def test_rolling_a_new_retriever_into_a_running_app_drops_no_request(served) -> 
             f"roll-out: {len(outcomes)} requests ({len(outcomes) - during} during/after), outcomes {set(outcomes)}"
         )
         assert len(outcomes) > during > 0 and all(o == 200 for o in outcomes)
-        after = replicas("Retriever")
+        after = replicas("Retriever-default")
         assert len(after) == 2 and not after & before  # both Retriever replicas are new ones
     finally:
         serve.delete("roll")
