@@ -87,7 +87,7 @@ def _sample_replicas(timeline: list[tuple[float, int]], stop: threading.Event) -
     """Append (seconds, running Retriever replicas) once a second until ``stop`` is set."""
     t0 = time.perf_counter()
     while not stop.is_set():
-        timeline.append((round(time.perf_counter() - t0, 1), _replicas("hoprag", "Retriever")))
+        timeline.append((round(time.perf_counter() - t0, 1), _replicas("hoprag", "Retriever-default")))
         stop.wait(1.0)
 
 

@@ -14,6 +14,7 @@ BENCHMARKS = {
     "train": ("training.bench", "run_train_benchmark"),
     "plan": ("evaluation.planner_bench", "run_plan_benchmark"),
     "serve": ("serving.bench", "run_serve_benchmark"),
+    "update": ("serving.update_bench", "run_update_benchmark"),
     "eval": ("evaluation.bench", "run_eval_benchmark"),
     "extract": ("indexing.extract_bench", "run_extract_benchmark"),
 }
@@ -23,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from evaluation.bench import add_arguments as add_eval_bench_arguments
     from evaluation.planner_bench import add_arguments as add_plan_bench_arguments
     from serving.bench import add_arguments as add_serve_bench_arguments
+    from serving.update_bench import add_arguments as add_update_bench_arguments
 
     b = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md by hand)")
     b.set_defaults(handler=run_bench, run_dir_arg="workdir")
@@ -81,6 +83,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "serve", help="QA route QPS and p50/p95/p99: batching on/off, 1 vs 2 replicas, autoscaling"
     )
     add_serve_bench_arguments(bs)
+    bu = bsub.add_parser(
+        "update",
+        help="a live document upload to a served index under steady traffic: seconds until the new "
+        "documents are answered from, failed requests and latencies during the swap",
+    )
+    add_update_bench_arguments(bu)
     bp = bsub.add_parser("plan", help="planner cost per question: paper-like calls vs hoprag's, same run")
     add_plan_bench_arguments(bp)
     add_config_args(bp)
