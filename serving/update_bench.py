@@ -54,7 +54,9 @@ class PacedLoad:
     def _one(self, client: httpx.Client, i: int) -> None:
         sent = time.monotonic()
         try:
-            r = client.post(f"{self._base}/v1/qa", json={"question": self._questions[i % len(self._questions)]})
+            r = client.post(
+                f"{self._base}/v1/qa", json={"question": self._questions[i % len(self._questions)]}
+            )
             code = str(r.status_code)
         except httpx.HTTPError as exc:
             code = type(exc).__name__
@@ -96,7 +98,9 @@ def _new_documents(count: int, known: set[str], seed: int) -> list[dict[str, str
 
     with tempfile.TemporaryDirectory() as tmp:
         write_benchmark(
-            SyntheticConfig(seed=seed, num_documents=max(4 * count, 40), num_train_questions=1, num_test_questions=1),
+            SyntheticConfig(
+                seed=seed, num_documents=max(4 * count, 40), num_train_questions=1, num_test_questions=1
+            ),
             Path(tmp),
         )
         docs = [d for d in read_corpus(tmp).documents if d.title not in known]
@@ -114,7 +118,9 @@ def run_update_benchmark(args: argparse.Namespace) -> int:
     from serving.settings import QAAppSettings
 
     source = KGIndex(args.index)
-    questions = [r["question"] for r in (source.questions.to_pylist() if source.questions is not None else [])]
+    questions = [
+        r["question"] for r in (source.questions.to_pylist() if source.questions is not None else [])
+    ]
     questions = questions[: args.questions]
     if not questions:
         raise SystemExit(f"hoprag: {args.index} has no questions to send")
@@ -132,7 +138,12 @@ def run_update_benchmark(args: argparse.Namespace) -> int:
             "retriever": args.retriever,
             "auth": {"token_env": TOKEN_ENV},
             "ingress": {"num_cpus": 0.1, "autoscaling": one, "env_vars": {TOKEN_ENV: os.environ[TOKEN_ENV]}},
-            "qa": {"num_cpus": 0.25, "max_ongoing_requests": 32, "max_queued_requests": -1, "autoscaling": one},
+            "qa": {
+                "num_cpus": 0.25,
+                "max_ongoing_requests": 32,
+                "max_queued_requests": -1,
+                "autoscaling": one,
+            },
             "retriever_deployment": {"num_cpus": 0.25, "autoscaling": one},
         }
     )
