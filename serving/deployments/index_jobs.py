@@ -72,12 +72,16 @@ class IndexJobs:
         self._queues: dict[str, asyncio.Queue[str]] = {name: asyncio.Queue() for name in self._index_dirs}
         self._produced: dict[str, list[str]] = {name: [] for name in self._index_dirs}
         self._workers = [asyncio.create_task(self._drain(name)) for name in self._index_dirs]
-        self._recover()
+        if settings.updates.enabled:
+            self._recover()
 
     # -- bookkeeping ---------------------------------------------------------------------------
-    def _jobs_dir(self, index: str) -> Path:
+    def _jobs_dir(self, index: str, create: bool = True) -> Path:
+        """``<index>/jobs``, created on the first upload only (a read-only index volume serves fine
+        while nobody uploads)."""
         path = self._index_dirs[index] / JOBS_DIR
-        path.mkdir(parents=True, exist_ok=True)
+        if create:
+            path.mkdir(parents=True, exist_ok=True)
         return path
 
     def _persist(self, job: dict[str, Any]) -> None:
@@ -87,7 +91,7 @@ class IndexJobs:
         """Jobs from before a restart: finished ones stay queryable, unfinished ones run again."""
         for index in self._index_dirs:
             records = []
-            for path in sorted(self._jobs_dir(index).glob("*.json")):
+            for path in sorted(self._jobs_dir(index, create=False).glob("*.json")):
                 try:
                     records.append(json.loads(path.read_text(encoding="utf-8")))
                 except (OSError, ValueError) as exc:

@@ -566,6 +566,9 @@ class QAIngress:
             raise APIError(
                 503, "the job service did not answer in time; retry", {"Retry-After": "5"}
             ) from exc
+        except OSError as exc:  # e.g. a read-only index volume: say so to the (authenticated) caller
+            logger.warning("job service: %r", exc)
+            raise APIError(500, f"the job service cannot store the update: {exc.strerror or exc}") from exc
 
     @api.post(
         "/v1/indexes/{name}/documents",
