@@ -24,6 +24,19 @@ if TYPE_CHECKING:
     import networkx as nx
 
 
+# What KGIndex reads on first use (cached properties); KGIndex.preload reads them at once.
+LAZY_TABLES = (
+    "documents",
+    "document_titles",
+    "doc_entities",
+    "questions",
+    "entity_embeddings",
+    "relation_embeddings",
+    "triple_doc_ids",
+    "entity_documents",
+)
+
+
 class KGIndex:
     """A loaded KG index snapshot (see :mod:`hoprag.kg.tables` for the layout).
 
@@ -112,20 +125,14 @@ class KGIndex:
             self.num_entities,
         )
 
-    def preload(self) -> KGIndex:
-        """Read every lazily loaded table and open every memory map now. A long-running reader (a
-        serving replica) calls it before taking traffic: an index update removes a snapshot's files
-        one update after replacing it, and what is already open or read stays readable."""
-        for name in (
-            "documents",
-            "document_titles",
-            "doc_entities",
-            "questions",
-            "entity_embeddings",
-            "relation_embeddings",
-            "triple_doc_ids",
-            "entity_documents",
-        ):
+    def preload(self, tables: Iterable[str] = LAZY_TABLES) -> KGIndex:
+        """Read the lazily loaded ``tables`` (default: all) and open their memory maps now. A
+        long-running reader (a serving replica) calls it before taking traffic: an index update
+        removes a snapshot's files one update after replacing it, and what is already open or read
+        stays readable."""
+        for name in tables:
+            if name not in LAZY_TABLES:
+                raise ValueError(f"unknown lazily loaded table {name!r} (known: {', '.join(LAZY_TABLES)})")
             getattr(self, name)
         return self
 

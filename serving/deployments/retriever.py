@@ -42,10 +42,14 @@ class RetrieverDeployment:
         self._batched.set_batch_wait_timeout_s(batching.batch_wait_timeout_s)
 
     def _load(self, _: str) -> tuple[str, tuple[Any, Retriever]]:
-        from hoprag.kg.index import KGIndex
+        from hoprag.kg.index import LAZY_TABLES, KGIndex
         from hoprag.retrieval.loading import index_embedder, load_retriever
 
-        index = KGIndex(self._served.index).preload()
+        # Everything retrievers read; triple provenance and questions are the planner's and the
+        # linker's (QA replicas), and at 1M triples provenance alone is ~100 MB of Python lists.
+        index = KGIndex(self._served.index).preload(
+            t for t in LAZY_TABLES if t not in ("triple_doc_ids", "questions")
+        )
         self._embedder = index_embedder(index, reuse=self._embedder)
         return index.snapshot_id, (index, load_retriever(self._served.retriever, index, self._embedder))
 
