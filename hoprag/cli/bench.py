@@ -16,12 +16,14 @@ BENCHMARKS = {
     "serve": ("serving.bench", "run_serve_benchmark"),
     "eval": ("evaluation.bench", "run_eval_benchmark"),
     "extract": ("indexing.extract_bench", "run_extract_benchmark"),
+    "search": ("indexing.search_bench", "run_search_benchmark"),
 }
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     from evaluation.bench import add_arguments as add_eval_bench_arguments
     from evaluation.planner_bench import add_arguments as add_plan_bench_arguments
+    from indexing.search_bench import add_arguments as add_search_bench_arguments
     from serving.bench import add_arguments as add_serve_bench_arguments
 
     b = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md by hand)")
@@ -81,6 +83,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "serve", help="QA route QPS and p50/p95/p99: batching on/off, 1 vs 2 replicas, autoscaling"
     )
     add_serve_bench_arguments(bs)
+    bq = bsub.add_parser(
+        "search", help="ANN libraries vs exact search (recall, latency, build) and bm25s vs hoprag's BM25"
+    )
+    add_search_bench_arguments(bq)
     bp = bsub.add_parser("plan", help="planner cost per question: paper-like calls vs hoprag's, same run")
     add_plan_bench_arguments(bp)
     add_config_args(bp)

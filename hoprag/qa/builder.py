@@ -54,7 +54,7 @@ def load_components(
     from hoprag.llm.factory import LazyLLM
     from hoprag.retrieval.loading import index_embedder, load_retriever
 
-    index = KGIndex(index_dir)
+    index = KGIndex(index_dir, vectors=settings.vector_search)
     embedder = index_embedder(index)
     backend: LLM = llm if llm is not None else LazyLLM(settings.llm)
     built = load_retriever(retriever, index, embedder) if isinstance(retriever, str) else retriever
