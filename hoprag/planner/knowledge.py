@@ -15,6 +15,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
@@ -27,6 +28,14 @@ from hoprag.text import normalize_entity
 from hoprag.vectorsearch import ExactSearch, VectorSearch
 
 logger = logging.getLogger(__name__)
+
+
+def triple_vector_cache_path(index: KGIndex, model_id: str) -> Path:
+    """Where the triple vectors of an index without ``triple_embeddings.npy`` are cached."""
+    key = hashlib.sha256(
+        f"{index.path.resolve()}|{index.manifest['snapshot']}|{model_id}".encode()
+    ).hexdigest()
+    return cache_dir() / "triple-vectors" / f"{key[:24]}.npy"
 
 
 @dataclass(frozen=True)
@@ -93,10 +102,7 @@ class KnowledgeGraphView:
             "through its ANN index",
             self.index.path,
         )
-        key = hashlib.sha256(
-            f"{self.index.path.resolve()}|{self.index.manifest['snapshot']}|{self.embedder.model_id}".encode()
-        ).hexdigest()[:24]
-        path = cache_dir() / "triple-vectors" / f"{key}.npy"
+        path = triple_vector_cache_path(self.index, self.embedder.model_id)
         if path.is_file():
             vectors = np.load(path)
             if vectors.shape == (self.index.num_triples, self.embedder.dim):

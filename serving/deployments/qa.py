@@ -31,6 +31,9 @@ class QADeployment:
     # Serve awaits an async constructor; loading runs in a thread because blocking handle calls
     # (`.result()`) are refused on the replica's event loop.
     async def __init__(self, settings: QAAppSettings, llm_handle: Any, retriever_handle: Any) -> None:  # type: ignore[misc]
+        from serving.deployments.memory import ReplicaMemory
+
+        self._memory = ReplicaMemory()
         self._settings = settings
         self._llm_handle = llm_handle
         self._retriever_handle = retriever_handle
@@ -58,8 +61,12 @@ class QADeployment:
             )  # and the Retriever
             retriever = RemoteRetriever(self._retriever_handle, name=str(described["retriever"]))
             components = load_components(s.index, s, retriever=retriever, llm=llm)
-            _ = components.kg.triple_vectors  # computed (or read from the cache) before taking traffic
+            # Opened before taking traffic: the snapshot's triple and entity vectors and ANN indexes
+            # (memory-mapped), or for an older index the triple vectors computed / read from the cache.
+            _ = components.kg.triple_search
+            _ = components.kg.index.vector_search("entity")
             self._systems = {mode: assemble_qa_system(components, s, mode) for mode in ("retrieve", "plan")}
+            self._memory.loaded()
         except BaseException as exc:  # reported by ready() and check_health()
             self._load_error = exc
         finally:
@@ -73,6 +80,10 @@ class QADeployment:
         if not self._ready.is_set():
             return "loading"
         return "ready" if self._load_error is None else f"failed: {self._load_error!r}"
+
+    def memory(self) -> dict[str, Any]:
+        """This replica's RSS (now, peak, above its start-up baseline) and load seconds."""
+        return self._memory.report()
 
     def check_health(self) -> None:
         if self._load_error is not None:

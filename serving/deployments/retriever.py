@@ -19,9 +19,12 @@ class RetrieverDeployment:
     def __init__(self, index_dir: str, retriever_spec: str, batching: BatchingSettings) -> None:
         from hoprag.kg.index import KGIndex
         from hoprag.retrieval.loading import load_retriever
+        from serving.deployments.memory import ReplicaMemory
 
+        self._memory = ReplicaMemory()
         self._index = KGIndex(index_dir)
         self._retriever = load_retriever(retriever_spec, self._index)
+        self._memory.loaded()
         self._batching = batching
         self._batched.set_max_batch_size(batching.max_batch_size)
         self._batched.set_batch_wait_timeout_s(batching.batch_wait_timeout_s)
@@ -44,6 +47,10 @@ class RetrieverDeployment:
 
         retriever_metrics()["batch_size"].observe(len(queries))
         return self._retriever.retrieve(queries, k)
+
+    def memory(self) -> dict[str, object]:
+        """This replica's RSS (now, peak, above its start-up baseline) and load seconds."""
+        return self._memory.report()
 
     def describe(self) -> dict[str, object]:
         return {
