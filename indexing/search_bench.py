@@ -175,11 +175,13 @@ def _candidates(dim: int, n: int) -> dict[str, tuple[Callable[..., Any], Callabl
             index.add(data)
             faiss.write_index(index, str(path))
 
-        def open_(path: Path, vectors: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        def open_(
+            path: Path, vectors: np.ndarray, probes: int = nprobe
+        ) -> Callable[[np.ndarray], np.ndarray]:
             import faiss
 
             index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
-            index.nprobe = nprobe
+            index.nprobe = probes
 
             def search(q: np.ndarray) -> np.ndarray:
                 # candidates from the 8-bit codes, exact scores from the float32 rows
@@ -207,7 +209,7 @@ def _candidates(dim: int, n: int) -> dict[str, tuple[Callable[..., Any], Callabl
 
 
 def measure_ann(
-    n: int, dim: int, queries: int, uniform: bool, only: list[str] | None
+    n: int, dim: int, queries: int, uniform: bool, only: list[str] | None, nprobes: list[int]
 ) -> list[dict[str, Any]]:
     """One row per method (exact first) at ``n`` vectors."""
     import psutil
@@ -242,25 +244,27 @@ def measure_ann(
             started = time.perf_counter()
             build(data, path)
             build_s = time.perf_counter() - started
-            rss0 = psutil.Process().memory_info().rss
-            started = time.perf_counter()
-            search = open_(path, vectors) if "rerank" in name else open_(path)
-            open_s = time.perf_counter() - started
-            found, times = _latency(search, q)
-            rows.append(
-                {
-                    "n": n,
-                    "method": name,
-                    "build_s": round(build_s, 1),
-                    "file_mb": round(path.stat().st_size / 2**20),
-                    "open_s": round(open_s, 3),
-                    "rss_after_queries_mb": round((psutil.Process().memory_info().rss - rss0) / 2**20),
-                    "recall@10": round(_recall(found, truth), 3),
-                    **_summary(times),
-                }
-            )
-            print(json.dumps(rows[-1]), flush=True)
-            del search
+            for probes in nprobes if "rerank" in name else [0]:
+                rss0 = psutil.Process().memory_info().rss
+                started = time.perf_counter()
+                search = open_(path, vectors, probes) if probes else open_(path)
+                open_s = time.perf_counter() - started
+                found, times = _latency(search, q)
+                label = name.replace("nprobe16", f"nprobe{probes}") if probes else name
+                rows.append(
+                    {
+                        "n": n,
+                        "method": label,
+                        "build_s": round(build_s, 1),
+                        "file_mb": round(path.stat().st_size / 2**20),
+                        "open_s": round(open_s, 3),
+                        "rss_after_queries_mb": round((psutil.Process().memory_info().rss - rss0) / 2**20),
+                        "recall@10": round(_recall(found, truth), 3),
+                        **_summary(times),
+                    }
+                )
+                print(json.dumps(rows[-1]), flush=True)
+                del search
             path.unlink()
     return rows
 
@@ -321,7 +325,7 @@ def run_search_benchmark(args: argparse.Namespace) -> int:
     """Entry point of ``hoprag bench search``."""
     result: dict[str, Any] = {"machine": machine_description(), "dim": args.dim, "ann": [], "bm25": []}
     for n in args.sizes:
-        result["ann"] += measure_ann(n, args.dim, args.queries, args.uniform, args.methods)
+        result["ann"] += measure_ann(n, args.dim, args.queries, args.uniform, args.methods, args.nprobe)
     for n in args.bm25_sizes:
         result["bm25"].append(measure_bm25(n, args.queries))
         print(json.dumps(result["bm25"][-1]), flush=True)
@@ -354,6 +358,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queries", type=int, default=200, help="queries per measurement")
     p.add_argument("--uniform", action="store_true", help="uniform random unit vectors (worst case)")
     p.add_argument("--methods", nargs="*", default=None, help="only methods whose name contains one of these")
+    p.add_argument(
+        "--nprobe",
+        type=int,
+        nargs="*",
+        default=[16],
+        help="IVF lists probed by the rescored IVF-SQ8 (a sweep)",
+    )
     p.add_argument("--bm25-sizes", type=int, nargs="*", default=[10_000, 1_000_000], help="triple texts")
     p.add_argument("--workdir", type=Path, default=Path("runs/bench-search"))
     p.add_argument("--json", action="store_true")
