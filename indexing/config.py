@@ -11,6 +11,7 @@ from hoprag.embedding import EmbedderConfig
 from hoprag.linking.config import LinkingConfig
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.ray_runtime import RayConfig
+from hoprag.vectorsearch import AnnBuildConfig
 
 
 class ExtractionConfig(StrictModel):
@@ -71,3 +72,6 @@ class IndexConfig(StrictModel):
     synonyms: SynonymConfig = Field(default_factory=SynonymConfig)
     questions: QuestionLinkingConfig = Field(default_factory=QuestionLinkingConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
+    vectors: AnnBuildConfig = Field(
+        default_factory=AnnBuildConfig, description="Which vector matrices get an ANN index in the snapshot."
+    )

@@ -16,7 +16,15 @@ import numpy as np
 import pyarrow as pa
 
 from hoprag.embedding import Embedder, top_k_cosine
-from hoprag.kg.tables import EQUIVALENT, KIND_EQUIVALENT, KIND_EXTRACTED, Adjacency, KGTables
+from hoprag.kg.tables import (
+    EQUIVALENT,
+    KIND_EQUIVALENT,
+    KIND_EXTRACTED,
+    Adjacency,
+    KGTables,
+    document_passage,
+    triple_texts,
+)
 from hoprag.text import normalize_entity
 from indexing.config import SynonymConfig
 from indexing.corpus import Document
@@ -33,10 +41,13 @@ def normalize_relation(relation: str) -> str:
 
 @dataclass
 class PreviousState:
-    """What an incremental build reuses from the previous snapshot, keyed by name."""
+    """What an incremental build reuses from the previous snapshot, keyed by name (entities,
+    relations), by triple text (triples) and by passage (documents)."""
 
     entity_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     relation_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    triple_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    document_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     equivalent_pairs: set[tuple[str, str]] = field(default_factory=set)
 
 
@@ -213,6 +224,13 @@ def build_tables(
     all_rel = np.concatenate([g.relation, np.full(len(eq), eq_rel, np.int32)])
     triple_docs = g.triple_doc_ids + [[] for _ in range(len(eq))]
 
+    # Stored in the snapshot so that no reader (planner, serving replica, dense retriever) embeds
+    # them again; an incremental build embeds only the texts the previous snapshot did not have.
+    texts = triple_texts(g.entity_names, g.entity_surface, g.relation_names, all_head, all_rel, all_tail)
+    triple_vectors, _ = _embed_with_reuse(texts, previous.triple_vectors, embedder)
+    passages = [document_passage(d.title, d.text) for d in documents]
+    document_vectors, _ = _embed_with_reuse(passages, previous.document_vectors, embedder)
+
     doc_table = pa.table(
         {
             "doc_id": pa.array(np.arange(len(documents), dtype=np.int32)),
@@ -237,5 +255,7 @@ def build_tables(
         entity_embeddings=entity_vectors,
         relation_embeddings=relation_vectors,
         adjacency=Adjacency.build(len(g.entity_names), all_head, all_tail),
+        triple_embeddings=triple_vectors,
+        document_embeddings=document_vectors,
         extra={"new_entities": len(new_entities), "equivalent_edges": len(eq)},
     )

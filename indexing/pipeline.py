@@ -20,9 +20,10 @@ from hoprag.embedding import Embedder, SentenceTransformerEmbedder
 from hoprag.extraction.prompts import PROMPT_VERSION
 from hoprag.kg.index import KGIndex
 from hoprag.kg.store import KGIndexError, write_snapshot
-from hoprag.kg.tables import KIND_EQUIVALENT, MANIFEST
+from hoprag.kg.tables import KIND_EQUIVALENT, MANIFEST, triple_texts
 from hoprag.linking.linker import normalize_question
 from hoprag.llm.factory import LLMBackendConfig, expected_model_id
+from hoprag.retrieval.dense import document_passages
 from hoprag.text import content_hash
 from indexing.cache import RETRY_STATUSES, ExtractionCache
 from indexing.config import IndexConfig
@@ -223,6 +224,7 @@ def _previous_state(previous: KGIndex | None, config: IndexConfig) -> PreviousSt
         return None
     vecs = np.asarray(previous.entity_embeddings)
     rvecs = np.asarray(previous.relation_embeddings)
+    tvecs, dvecs = previous.triple_embeddings, previous.document_embeddings
     pairs = {
         (previous.entity_names[int(h)], previous.entity_names[int(t)])
         for h, t, k in zip(previous.head, previous.tail, previous.kind, strict=True)
@@ -231,7 +233,15 @@ def _previous_state(previous: KGIndex | None, config: IndexConfig) -> PreviousSt
     return PreviousState(
         entity_vectors={n: vecs[i] for i, n in enumerate(previous.entity_names)},
         relation_vectors={n: rvecs[i] for i, n in enumerate(previous.relation_names)},
+        triple_vectors={} if tvecs is None else dict(zip(_triple_texts(previous), tvecs, strict=True)),
+        document_vectors={} if dvecs is None else dict(zip(document_passages(previous), dvecs, strict=True)),
         equivalent_pairs=pairs,
+    )
+
+
+def _triple_texts(index: KGIndex) -> list[str]:
+    return triple_texts(
+        index.entity_names, index.entity_surface, index.relation_names, index.head, index.relation, index.tail
     )
 
 
@@ -478,6 +488,7 @@ def _write_index(
             "config": config.model_dump(mode="json"),
             "summary": summary.to_dict(),
         },
+        ann_min_rows=config.vectors.ann_min_rows,
     )
 
 

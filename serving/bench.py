@@ -92,6 +92,10 @@ def _sample_replicas(timeline: list[tuple[float, int]], stop: threading.Event) -
 
 
 def run_serve_benchmark(args: argparse.Namespace) -> int:
+    if args.kg_triples:  # the synthetic-KG scale benchmark (serving/scale_bench.py)
+        from serving.scale_bench import run_scale_benchmark
+
+        return run_scale_benchmark(args)
     from ray import serve
 
     from hoprag.kg.index import KGIndex
@@ -216,4 +220,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="comma-separated subset of batch1,nobatch,batch2,autoscale (default: all)",
     )
+    p.add_argument(
+        "--kg-triples",
+        type=int,
+        nargs="*",
+        default=None,
+        help="instead: serve synthetic KGs of these many triples, before/after issue 17's vector search "
+        "(serving/scale_bench.py), e.g. --kg-triples 10000 1000000",
+    )
+    p.add_argument("--variants", default="before,after", help="with --kg-triples: before, after or both")
     p.add_argument("--json", action="store_true")

@@ -17,12 +17,14 @@ BENCHMARKS = {
     "update": ("serving.update_bench", "run_update_benchmark"),
     "eval": ("evaluation.bench", "run_eval_benchmark"),
     "extract": ("indexing.extract_bench", "run_extract_benchmark"),
+    "search": ("indexing.search_bench", "run_search_benchmark"),
 }
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     from evaluation.bench import add_arguments as add_eval_bench_arguments
     from evaluation.planner_bench import add_arguments as add_plan_bench_arguments
+    from indexing.search_bench import add_arguments as add_search_bench_arguments
     from serving.bench import add_arguments as add_serve_bench_arguments
     from serving.update_bench import add_arguments as add_update_bench_arguments
 
@@ -89,6 +91,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "documents are answered from, failed requests and latencies during the swap",
     )
     add_update_bench_arguments(bu)
+    bq = bsub.add_parser(
+        "search", help="ANN libraries vs exact search (recall, latency, build) and bm25s vs hoprag's BM25"
+    )
+    add_search_bench_arguments(bq)
     bp = bsub.add_parser("plan", help="planner cost per question: paper-like calls vs hoprag's, same run")
     add_plan_bench_arguments(bp)
     add_config_args(bp)

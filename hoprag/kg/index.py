@@ -16,12 +16,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hoprag.kg.store import VerifyMode, read_manifest, verify_snapshot
-from hoprag.kg.tables import KIND_EXTRACTED, Adjacency
+from hoprag.kg.store import KGIndexError, VerifyMode, read_manifest, verify_snapshot
+from hoprag.kg.tables import KIND_EXTRACTED, VECTOR_TABLES, Adjacency, ann_file, embeddings_file
 from hoprag.text import normalize_entity
+from hoprag.vectorsearch import VectorSearchConfig, open_vector_search
 
 if TYPE_CHECKING:
     import networkx as nx
+
+    from hoprag.vectorsearch import VectorSearch
 
 
 # What KGIndex reads on first use (cached properties); KGIndex.preload reads them at once.
@@ -34,6 +37,9 @@ LAZY_TABLES = (
     "relation_embeddings",
     "triple_doc_ids",
     "entity_documents",
+    "triple_embeddings",
+    "document_embeddings",
+    "vector_searches",
 )
 
 
@@ -44,10 +50,20 @@ class KGIndex:
     :mod:`hoprag.kg.store`): ``"fast"`` (default: small files by sha256, large ones by size and
     sampled chunks), ``"full"`` (sha256 of every file; also ``True``) or ``"none"`` (also
     ``False``). A mismatch is a :class:`~hoprag.kg.store.KGIndexError` naming the file.
+
+    ``vectors`` says how :meth:`vector_search` searches the entity, triple and document vectors
+    (the snapshot's ANN indexes where present, or always exact).
     """
 
-    def __init__(self, index_dir: str | Path, verify: VerifyMode | bool = "fast") -> None:
+    def __init__(
+        self,
+        index_dir: str | Path,
+        verify: VerifyMode | bool = "fast",
+        vectors: VectorSearchConfig | None = None,
+    ) -> None:
         self.path = Path(index_dir)
+        self.vector_config = vectors or VectorSearchConfig()
+        self._searches: dict[str, VectorSearch | None] = {}
         self.manifest: dict[str, Any] = read_manifest(self.path)
         self.snapshot = self.path / self.manifest["snapshot"]
         mode: VerifyMode = ("full" if verify else "none") if isinstance(verify, bool) else verify
@@ -106,6 +122,43 @@ class KGIndex:
         return np.load(self.snapshot / "relation_embeddings.npy", mmap_mode="r")
 
     @cached_property
+    def triple_embeddings(self) -> np.ndarray | None:
+        """Vectors of every triple's text (:func:`~hoprag.kg.tables.triple_text`), memory-mapped;
+        ``None`` for an index built before they were part of the snapshot."""
+        return self._optional_matrix("triple")
+
+    @cached_property
+    def document_embeddings(self) -> np.ndarray | None:
+        """The dense retriever's document vectors, memory-mapped; ``None`` when not in the snapshot."""
+        return self._optional_matrix("document")
+
+    def _optional_matrix(self, name: str) -> np.ndarray | None:
+        path = self.snapshot / embeddings_file(name)
+        return np.load(path, mmap_mode="r") if path.is_file() else None
+
+    def vector_search(self, name: str) -> VectorSearch | None:
+        """Search over the ``entity``, ``triple`` or ``document`` vectors (``None`` when the snapshot
+        has none): its ANN index, opened memory-mapped, where the snapshot has one and the index's
+        ``vectors`` config allows it, else exact. Opened once; a damaged ANN file is a
+        :class:`~hoprag.kg.store.KGIndexError` naming it."""
+        if name not in VECTOR_TABLES:
+            raise ValueError(f"no vector table {name!r}; one of {', '.join(VECTOR_TABLES)}")
+        if name not in self._searches:
+            matrix = self.entity_embeddings if name == "entity" else self._optional_matrix(name)
+            if matrix is None:
+                self._searches[name] = None
+            else:
+                path = self.snapshot / ann_file(name)
+                try:
+                    self._searches[name] = open_vector_search(matrix, path, self.vector_config)
+                except (RuntimeError, ValueError) as exc:  # faiss reports a bad file as RuntimeError
+                    raise KGIndexError(
+                        f"{path}: cannot open the ANN index ({exc}); the index is damaged, rebuild it "
+                        "with `hoprag index`"
+                    ) from exc
+        return self._searches[name]
+
+    @cached_property
     def triple_doc_ids(self) -> list[list[int]]:
         return (
             pq.read_table(self.snapshot / "triples.parquet", columns=["doc_ids"])
@@ -133,7 +186,11 @@ class KGIndex:
         for name in tables:
             if name not in LAZY_TABLES:
                 raise ValueError(f"unknown lazily loaded table {name!r} (known: {', '.join(LAZY_TABLES)})")
-            getattr(self, name)
+            if name == "vector_searches":  # ANN files opened (memory-mapped) now, not on first use
+                for table in VECTOR_TABLES:
+                    self.vector_search(table)
+            else:
+                getattr(self, name)
         return self
 
     @property

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hoprag.kg.tables import FORMAT_VERSION, MANIFEST, SNAPSHOTS, KGTables
+from hoprag.kg.tables import FORMAT_VERSION, MANIFEST, SNAPSHOTS, KGTables, ann_file, embeddings_file
 
 VerifyMode = Literal["none", "fast", "full"]
 
@@ -95,7 +95,7 @@ def write_json_atomic(path: Path, payload: Any) -> None:
             os.unlink(tmp)
 
 
-def _tables_to_files(tables: KGTables, out: Path) -> None:
+def _tables_to_files(tables: KGTables, out: Path, ann_min_rows: int | None = None) -> None:
     pq.write_table(tables.documents, out / "documents.parquet")
     pq.write_table(
         pa.table(
@@ -141,8 +141,19 @@ def _tables_to_files(tables: KGTables, out: Path) -> None:
     )
     if tables.questions is not None:
         pq.write_table(tables.questions, out / "questions.parquet")
-    np.save(out / "entity_embeddings.npy", tables.entity_embeddings.astype(np.float32))
     np.save(out / "relation_embeddings.npy", tables.relation_embeddings.astype(np.float32))
+    for name, vectors in (
+        ("entity", tables.entity_embeddings),
+        ("triple", tables.triple_embeddings),
+        ("document", tables.document_embeddings),
+    ):
+        if vectors is None:
+            continue
+        np.save(out / embeddings_file(name), np.asarray(vectors, dtype=np.float32))
+        if ann_min_rows is not None and len(vectors) and len(vectors) >= ann_min_rows:
+            from hoprag.vectorsearch import build_ann_index
+
+            build_ann_index(np.load(out / embeddings_file(name), mmap_mode="r"), out / ann_file(name))
     adj = tables.adjacency
     np.savez(
         out / "adjacency.npz",
@@ -153,8 +164,13 @@ def _tables_to_files(tables: KGTables, out: Path) -> None:
     )
 
 
-def write_snapshot(index_dir: Path, tables: KGTables, manifest_fields: dict[str, Any]) -> dict[str, Any]:
+def write_snapshot(
+    index_dir: Path, tables: KGTables, manifest_fields: dict[str, Any], ann_min_rows: int | None = None
+) -> dict[str, Any]:
     """Write ``tables`` as a new snapshot, then switch ``manifest.json`` to it atomically.
+
+    Each vector matrix of at least ``ann_min_rows`` rows also gets a faiss ANN index
+    (``NAME_ann.faiss``, :func:`hoprag.vectorsearch.build_ann_index`); ``None`` writes none.
 
     Until the manifest is replaced, readers keep using the previous snapshot; a crash at any
     point leaves either the old or the new index loadable, never a mix. After the switch the
@@ -167,7 +183,7 @@ def write_snapshot(index_dir: Path, tables: KGTables, manifest_fields: dict[str,
     name = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-{time.monotonic_ns() % 10**6:06d}"
     tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=snapshots))
     try:
-        _tables_to_files(tables, tmp)
+        _tables_to_files(tables, tmp, ann_min_rows)
         files = [p for p in sorted(tmp.iterdir()) if p.is_file()]
         checksums = {p.name: _sha256(p) for p in files}
         sizes = {p.name: p.stat().st_size for p in files}

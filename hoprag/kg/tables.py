@@ -11,8 +11,14 @@ Layout of an index directory::
         triples.parquet        triple_id, head, relation, tail, kind (extracted|equivalent), doc_ids
         doc_entities.parquet   doc_id, entity_id
         questions.parquet      processed benchmark questions (split, question, question_entities, ...)
-        entity_embeddings.npy  float32 [entities, dim], L2-normalized (the exact NN index)
+        entity_embeddings.npy  float32 [entities, dim], L2-normalized (read memory-mapped)
         relation_embeddings.npy
+        triple_embeddings.npy  float32 [triples, dim]: "head relation tail" (surface spellings); the
+                               planner's triple vectors (absent in indexes built before issue 17)
+        document_embeddings.npy  float32 [documents, dim]: "title\ntext", the dense retriever's
+        entity_ann.faiss       faiss IVF index (8-bit codes) over entity_embeddings.npy; likewise
+        triple_ann.faiss       triple_ann / document_ann; written only for matrices of at least
+        document_ann.faiss     IndexConfig.vectors.ann_min_rows rows, opened memory-mapped
         adjacency.npz          CSR over entities, both directions: indptr, neighbor, triple_id, outgoing
       extraction_cache/*.parquet   append-only per-document LLM results (the resume cache)
 """
@@ -32,6 +38,43 @@ EQUIVALENT = "equivalent"
 
 KIND_EXTRACTED = 0
 KIND_EQUIVALENT = 1
+
+# Vector matrices of a snapshot: NAME_embeddings.npy, and NAME_ann.faiss beside the large ones.
+VECTOR_TABLES = ("entity", "triple", "document")
+
+
+def embeddings_file(name: str) -> str:
+    return f"{name}_embeddings.npy"
+
+
+def ann_file(name: str) -> str:
+    return f"{name}_ann.faiss"
+
+
+def triple_text(head: str, relation: str, tail: str) -> str:
+    """What a triple's vector embeds (index build and the planner's lexical search alike)."""
+    return f"{head} {relation} {tail}"
+
+
+def triple_texts(
+    entity_names: list[str],
+    entity_surface: list[str],
+    relation_names: list[str],
+    head: np.ndarray,
+    relation: np.ndarray,
+    tail: np.ndarray,
+) -> list[str]:
+    """:func:`triple_text` of every triple, entities in their surface spelling (else their name)."""
+    shown = [s or n for s, n in zip(entity_surface, entity_names, strict=True)]
+    return [
+        triple_text(shown[h], relation_names[r], shown[t])
+        for h, r, t in zip(head.tolist(), relation.tolist(), tail.tolist(), strict=True)
+    ]
+
+
+def document_passage(title: str, text: str) -> str:
+    """What a document's vector embeds (the dense retriever's passage): title, then text."""
+    return f"{title}\n{text}".strip()
 
 
 @dataclass
@@ -86,6 +129,9 @@ class KGTables:
     relation_embeddings: np.ndarray
     adjacency: Adjacency
     questions: pa.Table | None = None
+    # None: not written (an index in the pre-issue-17 layout; readers compute them as before).
+    triple_embeddings: np.ndarray | None = None
+    document_embeddings: np.ndarray | None = None
     extra: dict[str, object] = field(default_factory=dict)
 
     @property

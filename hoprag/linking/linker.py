@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hoprag.embedding import Embedder, top_k_cosine
+from hoprag.embedding import Embedder
 from hoprag.extraction.parsing import parse_entity_list
 from hoprag.extraction.prompts import PROMPT_VERSION, ner_prompt
 from hoprag.linking.config import LinkingConfig
 from hoprag.llm.base import LLM, Completion, uses_student_prompt
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
 from hoprag.text import dictionary_mentions, normalize_entity
+from hoprag.vectorsearch import ExactSearch, VectorSearch
 
 if TYPE_CHECKING:
     from hoprag.kg.index import KGIndex
@@ -70,12 +71,14 @@ def link_mentions(
     questions: Sequence[str],
     llm_mentions: Sequence[Sequence[str]],
     entity_names: Sequence[str],
-    entity_vectors: np.ndarray,
+    entity_vectors: np.ndarray | VectorSearch,
     embedder: Embedder,
     config: LinkingConfig,
 ) -> list[EntityLinks]:
     """Link each question to KG entities from its LLM mentions, dictionary matches and, when both
-    find nothing, the question's own embedding (see the module docstring)."""
+    find nothing, the question's own embedding (see the module docstring). ``entity_vectors`` is
+    the entity matrix (searched exactly) or the index's entity :class:`VectorSearch`."""
+    search = ExactSearch(entity_vectors) if isinstance(entity_vectors, np.ndarray) else entity_vectors
     lookup = {n: i for i, n in enumerate(entity_names)}
     # Unmatched LLM mentions and fallback questions are embedded in one batched call each.
     unmatched = (
@@ -85,7 +88,7 @@ def link_mentions(
     )
     nearest: dict[str, tuple[int, float]] = {}
     if unmatched and len(entity_names):
-        idx, sims = top_k_cosine(embedder.encode(unmatched), entity_vectors, 1)
+        idx, sims = search.search(embedder.encode(unmatched), 1)
         nearest = {m: (int(i[0]), float(s[0])) for m, i, s in zip(unmatched, idx, sims, strict=True)}
     linked: list[dict[int, str]] = []
     for question, mentions in zip(questions, llm_mentions, strict=True):
@@ -103,7 +106,7 @@ def link_mentions(
         linked.append(found)
     pending = [i for i, found in enumerate(linked) if not found]
     if pending and len(entity_names):
-        idx, _ = top_k_cosine(embedder.encode([questions[i] for i in pending]), entity_vectors, 1)
+        idx, _ = search.search(embedder.encode([questions[i] for i in pending]), 1)
         for i, best in zip(pending, idx, strict=True):
             linked[i][int(best[0])] = "question_embedding"
     return [
@@ -192,7 +195,7 @@ class QuestionLinker:
                         missing,
                         mentions,
                         self.index.entity_names,
-                        np.asarray(self.index.entity_embeddings, dtype=np.float32),
+                        self._entity_search(),
                         self.embedder,
                         self.config,
                     ),
@@ -209,6 +212,11 @@ class QuestionLinker:
                 while len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)
         return result
+
+    def _entity_search(self) -> VectorSearch:
+        search = self.index.vector_search("entity")
+        assert search is not None  # every snapshot has entity vectors
+        return search
 
     def _ner(self, questions: list[str], ledgers: list[CallLedger]) -> list[list[str]]:
         """Grounded NER mentions, one batched call (the prompt and parser of index-time NER)."""

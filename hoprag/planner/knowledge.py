@@ -1,8 +1,10 @@
 """The planner's view of a KG index: triple texts and vectors, vertex matching, fused triple search.
 
-Triple vectors (MiniLM over ``"head relation tail"``) are not part of the index format; they are
-computed on first use and cached under ``$HOPRAG_CACHE_DIR/triple-vectors/``, keyed by the index
-snapshot and the embedder, so a restarted planner or serving replica loads them in milliseconds.
+Triple vectors (the index's embedder over ``"head relation tail"``) are part of the snapshot
+(``triple_embeddings.npy``, memory-mapped, searched through the index's
+:meth:`~hoprag.kg.index.KGIndex.vector_search`). For an index built before that, they are computed
+on first use and cached under ``$HOPRAG_CACHE_DIR/triple-vectors/``, keyed by the index snapshot
+and the embedder, and searched exactly.
 """
 
 from __future__ import annotations
@@ -13,17 +15,27 @@ import os
 import tempfile
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
 from hoprag.embedding import Embedder
 from hoprag.kg.index import KGIndex
-from hoprag.kg.tables import KIND_EQUIVALENT
+from hoprag.kg.tables import KIND_EQUIVALENT, triple_text
 from hoprag.paths import cache_dir
 from hoprag.planner.search import BM25, top_indices, weighted_rrf
 from hoprag.text import normalize_entity
+from hoprag.vectorsearch import ExactSearch, VectorSearch
 
 logger = logging.getLogger(__name__)
+
+
+def triple_vector_cache_path(index: KGIndex, model_id: str) -> Path:
+    """Where the triple vectors of an index without ``triple_embeddings.npy`` are cached."""
+    key = hashlib.sha256(
+        f"{index.path.resolve()}|{index.manifest['snapshot']}|{model_id}".encode()
+    ).hexdigest()
+    return cache_dir() / "triple-vectors" / f"{key[:24]}.npy"
 
 
 @dataclass(frozen=True)
@@ -57,7 +69,7 @@ class KnowledgeGraphView:
         )
 
     def triple_text(self, triple_id: int) -> str:
-        return " ".join(self.triple_parts(triple_id))
+        return triple_text(*self.triple_parts(triple_id))
 
     @cached_property
     def fact_triples(self) -> np.ndarray:
@@ -79,11 +91,18 @@ class KnowledgeGraphView:
     # -- dense vectors -----------------------------------------------------------------------
     @cached_property
     def triple_vectors(self) -> np.ndarray:
-        """L2-normalized vectors of every triple's text (computed once, then read from the cache)."""
-        key = hashlib.sha256(
-            f"{self.index.path.resolve()}|{self.index.manifest['snapshot']}|{self.embedder.model_id}".encode()
-        ).hexdigest()[:24]
-        path = cache_dir() / "triple-vectors" / f"{key}.npy"
+        """L2-normalized vectors of every triple's text: the snapshot's (memory-mapped), or for an
+        index without them computed once, then read from the cache."""
+        stored = self.index.triple_embeddings
+        if stored is not None:
+            return stored
+        logger.info(
+            "%s has no triple_embeddings.npy (built before they were part of the index): using the "
+            "triple-vector cache, searched exactly; rebuild the index to have them stored and searched "
+            "through its ANN index",
+            self.index.path,
+        )
+        path = triple_vector_cache_path(self.index, self.embedder.model_id)
         if path.is_file():
             vectors = np.load(path)
             if vectors.shape == (self.index.num_triples, self.embedder.dim):
@@ -97,6 +116,12 @@ class KnowledgeGraphView:
             np.save(fh, vectors)
         os.replace(tmp, path)
         return vectors
+
+    @cached_property
+    def triple_search(self) -> VectorSearch:
+        """Search over :attr:`triple_vectors` (the index's ANN index where it has one)."""
+        found = self.index.vector_search("triple")
+        return found if found is not None else ExactSearch(self.triple_vectors)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return np.asarray(self.embedder.encode(texts), dtype=np.float32)
@@ -122,8 +147,10 @@ class KnowledgeGraphView:
         if not self.index.num_entities or not normalize_entity(mention):
             return []
         vec = mention_vector if mention_vector is not None else self.embed([mention])[0]
-        sims = np.asarray(self.index.entity_embeddings, dtype=np.float32) @ vec
-        dense = [i for i in top_indices(sims, fetch) if sims[i] >= min_similarity]
+        search = self.index.vector_search("entity")
+        assert search is not None  # every snapshot has entity vectors
+        ids, sims = search.search(vec, fetch)
+        dense = [int(i) for i, s in zip(ids[0], sims[0], strict=True) if s >= min_similarity]
         lexical = top_indices(self.entity_bm25.scores(mention), fetch, positive=True)
         fused = weighted_rrf([dense, lexical], weights)[:k]
         return [VertexMatch(e, self.index.entity_names[e], s, False) for e, s in fused]
@@ -141,11 +168,25 @@ class KnowledgeGraphView:
         pool = self.fact_triples if subset is None else np.intersect1d(subset, self.fact_triples)
         if len(pool) == 0:
             return []
-        sims = self.triple_vectors[pool] @ query_vector
-        dense = pool[top_indices(sims, fetch)].tolist()
+        dense = (
+            self._dense_facts(query_vector, fetch)
+            if subset is None
+            else [int(i) for i in self.triple_search.search(query_vector, fetch, subset=pool)[0][0]]
+        )
         bm25 = self.triple_bm25.scores(query)
         lexical = top_indices(bm25, fetch, subset=pool, positive=True)
         return weighted_rrf([dense, lexical], weights)[:k]
+
+    def _dense_facts(self, query_vector: np.ndarray, fetch: int) -> list[int]:
+        """The ``fetch`` nearest fact triples over all triples: nearest first, ``equivalent`` edges
+        skipped (asking for more until enough facts are found or every triple was returned)."""
+        search, want = self.triple_search, fetch
+        while True:
+            ids = search.search(query_vector, want)[0][0]
+            facts = [int(i) for i in ids if self.index.kind[i] != KIND_EQUIVALENT]
+            if len(facts) >= fetch or want >= search.size:
+                return facts[:fetch]
+            want *= 4
 
     def similarity(self, query_vector: np.ndarray, triple_ids: np.ndarray) -> np.ndarray:
         """Cosine similarity of each triple's text to the query."""

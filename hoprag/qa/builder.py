@@ -56,7 +56,7 @@ def load_components(
     from hoprag.llm.factory import LazyLLM
     from hoprag.retrieval.loading import index_embedder, load_retriever
 
-    index = KGIndex(index_dir)
+    index = KGIndex(index_dir, vectors=settings.vector_search)
     embedder = index_embedder(
         index, reuse=embedder if isinstance(embedder, SentenceTransformerEmbedder) else None
     )

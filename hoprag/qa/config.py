@@ -8,6 +8,7 @@ from hoprag.config import StrictModel
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.planner.config import PlannerConfig
 from hoprag.qa.system import QAMode
+from hoprag.vectorsearch import VectorSearchConfig
 
 
 class RetrieveModeSettings(StrictModel):
@@ -31,6 +32,11 @@ class QASettings(StrictModel):
     llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     retrieve: RetrieveModeSettings = Field(default_factory=RetrieveModeSettings)
+    vector_search: VectorSearchConfig = Field(
+        default_factory=VectorSearchConfig,
+        description="How entity, triple and document vectors are searched (the snapshot's ANN indexes, "
+        "or exact scans).",
+    )
 
 
 class QASystemConfig(QASettings):

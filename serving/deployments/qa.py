@@ -38,6 +38,9 @@ class QADeployment:
     async def __init__(  # type: ignore[misc]
         self, settings: QAAppSettings, served: ServedIndex, llm_handle: Any, retriever_handle: Any
     ) -> None:
+        from serving.deployments.memory import ReplicaMemory
+
+        self._memory = ReplicaMemory()
         self._settings = settings
         self._served = served
         self._llm_handle = llm_handle
@@ -78,6 +81,7 @@ class QADeployment:
                 s.updates.watch_interval_s,
                 name=f"qa-{self._served.name}-watch",
             )
+            self._memory.loaded()
         except BaseException as exc:  # reported by ready() and check_health()
             self._load_error = exc
         finally:
@@ -95,7 +99,10 @@ class QADeployment:
         )
         index = components.kg.index.preload()
         components.retriever = retriever.for_snapshot(index.snapshot_id)
-        _ = components.kg.triple_vectors  # computed (or read from the cache) before taking traffic
+        # Opened before taking traffic: the snapshot's triple and entity vectors and ANN indexes
+        # (memory-mapped), or for an older index the triple vectors computed / read from the cache.
+        _ = components.kg.triple_search
+        _ = index.vector_search("entity")
         systems = {mode: assemble_qa_system(components, s, mode) for mode in ("retrieve", "plan")}
         self._embedder = components.embedder
         self._index_stats = {
@@ -113,6 +120,10 @@ class QADeployment:
         if not self._ready.is_set():
             return "loading"
         return "ready" if self._load_error is None else f"failed: {self._load_error!r}"
+
+    def memory(self) -> dict[str, Any]:
+        """This replica's RSS (now, peak, above its start-up baseline) and load seconds."""
+        return self._memory.report()
 
     def check_health(self) -> None:
         if self._load_error is not None:

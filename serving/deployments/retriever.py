@@ -16,21 +16,31 @@ from typing import Any
 from ray import serve
 
 from hoprag.retrieval.base import RetrievalQuery, RetrievalResult, Retriever
+from hoprag.vectorsearch import VectorSearchConfig
 from serving.settings import BatchingSettings, ServedIndex
 
 
 @serve.deployment(name="Retriever")
 class RetrieverDeployment:
     def __init__(
-        self, served: ServedIndex, batching: BatchingSettings, watch_interval_s: float = 0.0
+        self,
+        served: ServedIndex,
+        batching: BatchingSettings,
+        watch_interval_s: float = 0.0,
+        vectors: VectorSearchConfig | None = None,
     ) -> None:
         from serving.snapshots import SnapshotSet, SnapshotWatcher
 
         self._served = served
+        self._vectors = vectors
+        from serving.deployments.memory import ReplicaMemory
+
+        self._memory = ReplicaMemory()
         self._batching = batching
         self._embedder: Any = None
         self._snapshots: SnapshotSet[tuple[Any, Retriever]] = SnapshotSet(served.index, self._load)
         current = self._snapshots.load_current()
+        self._memory.loaded()
         self._watcher = SnapshotWatcher(
             served.index,
             current,
@@ -47,7 +57,7 @@ class RetrieverDeployment:
 
         # Everything retrievers read; triple provenance and questions are the planner's and the
         # linker's (QA replicas), and at 1M triples provenance alone is ~100 MB of Python lists.
-        index = KGIndex(self._served.index).preload(
+        index = KGIndex(self._served.index, vectors=self._vectors).preload(
             t for t in LAZY_TABLES if t not in ("triple_doc_ids", "questions")
         )
         self._embedder = index_embedder(index, reuse=self._embedder)
@@ -77,6 +87,10 @@ class RetrieverDeployment:
         _, retriever = self._snapshots.get(snapshot)
         retriever_metrics()["batch_size"].observe(len(queries))
         return retriever.retrieve(queries, k)
+
+    def memory(self) -> dict[str, object]:
+        """This replica's RSS (now, peak, above its start-up baseline) and load seconds."""
+        return self._memory.report()
 
     def describe(self) -> dict[str, object]:
         from serving.metrics import process_rss_bytes

@@ -133,3 +133,46 @@ def test_missing_or_foreign_index_directories(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"format_version": 999, "snapshot": "x"}))
     with pytest.raises(KGIndexError, match="format"):
         KGIndex(tmp_path)
+
+
+def test_incremental_build_reuses_triple_and_document_vectors(embedder, tmp_path):
+    from hoprag.kg.tables import document_passage, triple_texts
+    from indexing.config import IndexConfig
+    from indexing.pipeline import _previous_state
+
+    first = _build(embedder, DOCS[:2], TRIPLES[:2])
+    write_snapshot(
+        tmp_path,
+        first,
+        {"counts": {}, "embedder": embedder.model_id, "synonyms": SynonymConfig().model_dump(mode="json")},
+    )
+    prev = _previous_state(KGIndex(tmp_path), IndexConfig())
+    assert prev is not None and len(prev.triple_vectors) == first.num_triples
+
+    class Counting:
+        model_id, dim = embedder.model_id, embedder.dim
+
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def encode(self, texts):
+            self.seen.extend(texts)
+            return embedder.encode(texts)
+
+    counting = Counting()
+    second = build_tables(DOCS, TRIPLES, [[] for _ in DOCS], counting, SynonymConfig(), prev)
+    texts = triple_texts(
+        second.entity_names,
+        second.entity_surface,
+        second.relation_names,
+        second.head,
+        second.relation,
+        second.tail,
+    )
+    new_texts = set(texts) - set(prev.triple_vectors)
+    assert new_texts and new_texts <= set(counting.seen)
+    assert not set(prev.triple_vectors) & set(counting.seen)  # reused, not embedded again
+    assert document_passage(DOCS[0].title, DOCS[0].text) not in counting.seen
+    full = _build(embedder)
+    np.testing.assert_allclose(second.triple_embeddings, full.triple_embeddings, atol=1e-5)
+    np.testing.assert_allclose(second.document_embeddings, full.document_embeddings, atol=1e-5)
