@@ -28,6 +28,11 @@ class QARequest(BaseModel):
     return_trace: bool = Field(
         default=False, description="Include the full trace (plans, steps, clue queries)."
     )
+    stream: bool = Field(
+        default=False,
+        description="Answer with Server-Sent Events: `stage` events as the pipeline runs, `token` events "
+        "as the answer is generated, then `answer` (this route's usual body) or `error`.",
+    )
 
     @field_validator("question")
     @classmethod
@@ -146,6 +151,10 @@ class ChatMessageIn(BaseModel):
         return " ".join(p.text for p in self.content if isinstance(p, ChatTextPart))
 
 
+class ChatStreamOptions(BaseModel):
+    include_usage: bool = Field(default=False, description="Send a last chunk with the token usage.")
+
+
 class ChatCompletionRequest(BaseModel):
     """The subset of OpenAI's chat-completions request that hoprag honours (others are ignored)."""
 
@@ -153,7 +162,13 @@ class ChatCompletionRequest(BaseModel):
 
     model: str = Field(default="hoprag", description="Any name; 'hoprag-plan' selects plan mode.")
     messages: list[ChatMessageIn] = Field(min_length=1)
-    stream: bool = Field(default=False, description="Streaming is not supported.")
+    stream: bool = Field(
+        default=False,
+        description="Stream `chat.completion.chunk` events (Server-Sent Events, ending with `[DONE]`).",
+    )
+    stream_options: ChatStreamOptions | None = Field(
+        default=None, description="With stream: `include_usage` adds a usage chunk before `[DONE]`."
+    )
 
 
 class ChatChoice(BaseModel):

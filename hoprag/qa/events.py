@@ -60,6 +60,7 @@ class EventSink:
 
     def finish(self, answer: str) -> None:
         """The answer is known: emit the part of it not streamed yet."""
+        self._check()
         if not answer.startswith(self._sent):
             logger.info("streamed answer text %r is not a prefix of the answer %r", self._sent, answer)
             return
@@ -68,9 +69,12 @@ class EventSink:
             self._sent = answer
 
     def _send(self, kind: str, payload: dict[str, Any]) -> None:
+        self._check()
+        self.emit(kind, payload)
+
+    def _check(self) -> None:
         if self.cancel.cancelled:
             raise StreamCancelled("the listener went away")
-        self.emit(kind, payload)
 
 
 def triples_payload(triples: Sequence[TripleEvidence]) -> list[dict[str, Any]]:
