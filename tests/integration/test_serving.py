@@ -226,10 +226,15 @@ def _untimed(body: dict) -> dict:
 
 
 @pytest.mark.parametrize("mode", ["retrieve", "plan"])
-def test_a_streamed_answer_sends_stages_then_tokens_then_the_plain_body(served, mode: str) -> None:
+def test_a_streamed_answer_sends_stages_then_tokens_then_the_plain_body(
+    served, scripted_llm_server, mode: str
+) -> None:
     """Raw SSE over real HTTP; the final event equals the non-streamed body of the same question (asked of
-    the other app, whose QA replica has its own LLM cache)."""
+    the other app, whose QA replica has its own LLM cache). The plan has a step of its own, so that no
+    call is a cache hit in one app and not in the other."""
+    _, llm = scripted_llm_server
     question = f"Who directed My Cousin From Warsaw? (streamed, {mode})"
+    llm.rules.insert(0, Rule("plan", "1. Who directed My Cousin From Warsaw, streamed?", "(streamed, plan)"))
     body = {"question": question, "mode": mode, "top_k": 3, "return_trace": True}
     started = time.perf_counter()
     arrivals: list[tuple[float, str, str]] = []
@@ -240,6 +245,7 @@ def test_a_streamed_answer_sends_stages_then_tokens_then_the_plain_body(served, 
         for event, data in _sse(r.iter_lines()):
             arrivals.append((time.perf_counter() - started, event, data))
     plain = httpx.post(f"{served.open_base}/v1/qa", json=body, timeout=60).json()
+    llm.rules.pop(0)
     events = [e for _, e, _ in arrivals]
     stages = [json.loads(d)["stage"] for _, e, d in arrivals if e == "stage"]
     tokens = [json.loads(d)["text"] for _, e, d in arrivals if e == "token"]
