@@ -12,6 +12,11 @@ Configurations, one after another in the same run (the app is redeployed for eac
 Mode ``retrieve``. Each configuration first asks every question once (warm-up); the load then
 repeats them, so the QA replica's LLM cache answers the single LLM call and the figures measure
 retrieval plus serving, not the 270M model's generation speed.
+
+``--stream`` measures streamed answers instead (one app with the configured LLM, by default the
+embedded Gemma): each question once per mode, one at a time, uncached, over ``"stream": true``;
+per request the time to the first event, to the first pipeline stage, to the first answer token
+and to the final ``answer`` event.
 """
 
 from __future__ import annotations
@@ -91,7 +96,102 @@ def _sample_replicas(timeline: list[tuple[float, int]], stop: threading.Event) -
         stop.wait(1.0)
 
 
+def _stream_once(client: httpx.Client, base: str, question: str, mode: str) -> dict[str, Any]:
+    """One streamed answer: milliseconds from sending the request to each kind of event."""
+    started = time.perf_counter()
+    marks: dict[str, float] = {}
+    tokens = 0
+    event = ""
+    body = {"question": question, "mode": mode, "stream": True}
+    with client.stream("POST", f"{base}/v1/qa", json=body) as r:
+        r.raise_for_status()
+        for line in r.iter_lines():
+            if line.startswith("event:"):
+                event = line[6:].strip()
+                continue
+            if not line.startswith("data:"):
+                continue
+            now = round(1000 * (time.perf_counter() - started), 1)
+            marks.setdefault("first_event_ms", now)
+            if event == "stage" and '"started"' not in line:
+                marks.setdefault("first_stage_ms", now)
+            if event == "token":
+                tokens += 1
+                marks.setdefault("first_token_ms", now)
+            if event in ("answer", "error"):
+                marks["total_ms"] = now
+                marks["outcome"] = event  # type: ignore[assignment]
+    return {"mode": mode, "question": question, "tokens": tokens, **marks}
+
+
+def run_stream_benchmark(args: argparse.Namespace) -> int:
+    """``hoprag bench serve --stream``: first-event and first-token latency of streamed answers."""
+    from ray import serve
+
+    from hoprag.kg.index import KGIndex
+    from hoprag.machine import machine_description
+    from serving.run import start_app, wait_until_ready
+    from serving.settings import QAAppSettings
+
+    index = KGIndex(args.index)
+    rows = index.questions.to_pylist() if index.questions is not None else []
+    questions = [r["question"] for r in rows][: args.questions]
+    if not questions:
+        raise SystemExit(f"hoprag: {args.index} has no questions to send")
+    one = {"num_cpus": 0.1, "autoscaling": {"min_replicas": 1, "max_replicas": 1}}
+    settings = QAAppSettings.model_validate(
+        {
+            "index": str(args.index),
+            "retriever": args.retriever,
+            "request_timeout_s": 600,
+            **{name: dict(one) for name in ("ingress", "qa", "retriever_deployment", "llm_deployment")},
+        }
+    )
+    print("[bench serve --stream] deploying", flush=True)
+    base = start_app(settings, port=args.port)
+    wait_until_ready(base, progress=False)
+    results = []
+    with httpx.Client(timeout=600) as client:
+        for mode in args.modes.split(","):
+            for q in questions:
+                row = _stream_once(client, base, q, mode)
+                results.append(row)
+                print(f"  {json.dumps(row)}", flush=True)
+    serve.shutdown()
+    summary = {}
+    for mode in args.modes.split(","):
+        mine = [r for r in results if r["mode"] == mode]
+        summary[mode] = {
+            key: {
+                "p50": _percentile([r[key] for r in mine if key in r], 0.5),
+                "max": max((r[key] for r in mine if key in r), default=float("nan")),
+                "n": sum(key in r for r in mine),
+            }
+            for key in ("first_event_ms", "first_stage_ms", "first_token_ms", "total_ms")
+        }
+    report = {
+        "machine": machine_description(),
+        "index": str(args.index),
+        "retriever": args.retriever,
+        "llm": settings.llm.backend,
+        "summary": summary,
+        "results": results,
+    }
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    (args.workdir / "serve-stream-bench.json").write_text(json.dumps(report, indent=1))
+    print(
+        f"\n{report['machine']}; retriever {args.retriever}; LLM {settings.llm.backend}; one request at a time"
+    )
+    print("mode       measure           p50 ms     max ms   n")
+    for mode, measures in summary.items():
+        for key, v in measures.items():
+            print(f"{mode:<10} {key:<16} {v['p50']:>8.1f} {v['max']:>10.1f}   {v['n']}")
+    return 0
+
+
 def run_serve_benchmark(args: argparse.Namespace) -> int:
+    if args.stream:
+        return run_stream_benchmark(args)
     if args.kg_triples:  # the synthetic-KG scale benchmark (serving/scale_bench.py)
         from serving.scale_bench import run_scale_benchmark
 
@@ -230,3 +330,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--variants", default="before,after", help="with --kg-triples: before, after or both")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--stream",
+        action="store_true",
+        help="measure streamed answers (first event, first stage, first answer token) instead of load",
+    )
+    p.add_argument("--modes", default="retrieve,plan", help="with --stream: the modes to measure")

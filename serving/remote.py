@@ -8,10 +8,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from hoprag.llm.base import Completion, GenerationParams, Prompt, PromptStyle
+from hoprag.llm.streaming import CancelToken, StreamItem
 from hoprag.retrieval.base import RetrievalQuery, RetrievalResult
 
 
@@ -46,6 +47,31 @@ class RemoteLLM:
             return self._handle.generate.remote(list(prompts), params).result(timeout_s=self._timeout_s)
         except TimeoutError:
             return [Completion(text="", finish_reason="error", error="timeout") for _ in prompts]
+
+    def stream(
+        self, prompt: Prompt, params: GenerationParams, cancel: CancelToken | None = None
+    ) -> Iterator[StreamItem]:
+        """The LLM deployment's stream of one prompt (``handle.options(stream=True)``). Cancelling
+        ``cancel`` or closing this iterator cancels the call, and Serve cancels the deployment's
+        generator, which stops the generation."""
+        call = self._handle.options(stream=True).stream.remote(prompt, params)
+        remove = cancel.on_cancel(call.cancel) if cancel is not None else (lambda: None)
+        finished = False
+        try:
+            for item in call:
+                if isinstance(item, Completion):
+                    finished = True
+                yield item
+                if finished:
+                    return
+        except Exception as exc:  # the replica died, the call was cancelled, ...
+            error = "cancelled" if cancel is not None and cancel.cancelled else f"stream_failed: {exc!r}"
+            finished = True
+            yield Completion(text="", finish_reason="error", error=error[:200])
+        finally:
+            remove()
+            if not finished:
+                call.cancel()
 
 
 class RemoteRetriever:

@@ -33,6 +33,11 @@ class QARequest(BaseModel):
         description="Which served index answers (GET /v1/indexes lists them); default: the app's "
         "default_index. An unknown name is a 404 listing the served names.",
     )
+    stream: bool = Field(
+        default=False,
+        description="Answer with Server-Sent Events: `stage` events as the pipeline runs, `token` events "
+        "as the answer is generated, then `answer` (this route's usual body) or `error`.",
+    )
 
     @field_validator("question")
     @classmethod
@@ -151,6 +156,10 @@ class ChatMessageIn(BaseModel):
         return " ".join(p.text for p in self.content if isinstance(p, ChatTextPart))
 
 
+class ChatStreamOptions(BaseModel):
+    include_usage: bool = Field(default=False, description="Send a last chunk with the token usage.")
+
+
 class ChatCompletionRequest(BaseModel):
     """The subset of OpenAI's chat-completions request that hoprag honours (others are ignored)."""
 
@@ -168,7 +177,13 @@ class ChatCompletionRequest(BaseModel):
         description="Which served index answers (overrides a ':<index>' model suffix); default: the "
         "app's default_index.",
     )
-    stream: bool = Field(default=False, description="Streaming is not supported.")
+    stream: bool = Field(
+        default=False,
+        description="Stream `chat.completion.chunk` events (Server-Sent Events, ending with `[DONE]`).",
+    )
+    stream_options: ChatStreamOptions | None = Field(
+        default=None, description="With stream: `include_usage` adds a usage chunk before `[DONE]`."
+    )
 
 
 class ChatChoice(BaseModel):

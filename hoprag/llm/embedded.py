@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -34,6 +35,7 @@ from hoprag.llm.base import (
     render_chat_as_completion,
     truncate_at_stop,
 )
+from hoprag.llm.streaming import CancelToken, StopSequenceFilter, StreamItem
 from hoprag.paths import cache_dir
 
 if TYPE_CHECKING:
@@ -202,6 +204,7 @@ class EmbeddedLLM:
             self.student_tasks = student_tasks(adapter)
         self._model = model.eval()
         self._name = self.config.model_path or EMBEDDED_MODEL_NAME
+        self.streams_cancelled = 0  # streams whose consumer stopped before generation ended
         self.load_seconds = time.perf_counter() - started
         logger.info("loaded %s (%s) in %.1fs", self._name, self.config.dtype, self.load_seconds)
 
@@ -236,8 +239,65 @@ class EmbeddedLLM:
                 results[i] = out
         return [r for r in results if r is not None]
 
-    def _generate_batch(self, texts: list[str], params: GenerationParams) -> list[Completion]:
+    def stream(
+        self, prompt: Prompt, params: GenerationParams, cancel: CancelToken | None = None
+    ) -> Iterator[StreamItem]:
+        """Stream one prompt's completion (``transformers``' ``TextIteratorStreamer``, generation in
+        a thread). Cancelling ``cancel``, or closing the iterator, stops generation at the next
+        token. The final :class:`Completion` is computed from the generated tokens exactly as
+        :meth:`generate` computes it."""
+        from transformers import TextIteratorStreamer
+
+        text = prompt if isinstance(prompt, str) else render_chat_as_completion(prompt)
+        token = cancel or CancelToken()
+        streamer = TextIteratorStreamer(self._tokenizer, skip_prompt=True, skip_special_tokens=True)
+        outcome: dict[str, object] = {}
+
+        def run() -> None:
+            try:
+                outcome["completion"] = self._generate_batch([text], params, streamer, token)[0]
+            except BaseException as exc:  # reported by the consumer
+                outcome["error"] = exc
+                streamer.end()  # else the consumer would wait for text forever
+
+        worker = threading.Thread(target=run, name="embedded-stream", daemon=True)
+        worker.start()
+        cut = StopSequenceFilter(params.stop)
+        try:
+            for piece in streamer:
+                released = cut.feed(piece)
+                if released:
+                    yield released
+            worker.join()
+            if "error" in outcome:
+                logger.error("embedded streaming generation failed: %r", outcome["error"])
+                yield Completion(
+                    text="", finish_reason="error", error=f"generation_failed: {outcome['error']}"
+                )
+                return
+            completion = outcome["completion"]
+            assert isinstance(completion, Completion)
+            # The streamer decodes the same tokens piecewise; whatever it has not released yet (a
+            # held-back tail) comes from the completion, so the deltas join to its text.
+            sent = cut.released
+            if completion.text.startswith(sent) and len(completion.text) > len(sent):
+                yield completion.text[len(sent) :]
+            yield completion
+        finally:
+            if worker.is_alive():  # the consumer stopped early: stop generating
+                self.streams_cancelled += 1
+                token.cancel()
+                worker.join()
+
+    def _generate_batch(
+        self,
+        texts: list[str],
+        params: GenerationParams,
+        streamer: object | None = None,
+        cancel: CancelToken | None = None,
+    ) -> list[Completion]:
         import torch
+        from transformers import StoppingCriteriaList
 
         enc = self._tokenizer(
             texts,
@@ -256,8 +316,15 @@ class EmbeddedLLM:
             kwargs.update(do_sample=False, top_p=None, top_k=None)
         if params.stop:
             kwargs.update(stop_strings=list(params.stop), tokenizer=self._tokenizer)
+        criteria = StoppingCriteriaList()
         if params.stop_on_repeated_line:
-            kwargs["stopping_criteria"] = _repeated_line_criteria(self._tokenizer, enc["input_ids"].shape[1])
+            criteria.extend(_repeated_line_criteria(self._tokenizer, enc["input_ids"].shape[1]))
+        if cancel is not None:
+            criteria.append(_cancel_criterion(cancel))
+        if criteria:
+            kwargs["stopping_criteria"] = criteria
+        if streamer is not None:
+            kwargs["streamer"] = streamer
         with torch.inference_mode():
             out = self._model.generate(**enc, **kwargs)
         prompt_len = enc["input_ids"].shape[1]
@@ -299,6 +366,22 @@ def _repeated_line_criteria(tokenizer: object, prompt_len: int) -> object:
             return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
     return StoppingCriteriaList([RepeatedLine()])
+
+
+def _cancel_criterion(cancel: CancelToken) -> object:
+    """Stops every row once ``cancel`` is set (checked after each generated token)."""
+    import torch
+    from transformers import StoppingCriteria
+
+    class Cancelled(StoppingCriteria):
+        def __call__(
+            self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: object
+        ) -> torch.BoolTensor:
+            return torch.full(
+                (input_ids.shape[0],), cancel.cancelled, dtype=torch.bool, device=input_ids.device
+            )
+
+    return Cancelled()
 
 
 def _eos_ids(model: object, tokenizer: object) -> set[int]:

@@ -7,7 +7,7 @@ constructor, model-id function) once; the config validation, :func:`build_llm` a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -18,6 +18,7 @@ from hoprag.llm.base import LLM, BackendSpec, Completion, GenerationParams, Prom
 from hoprag.llm.embedded import EmbeddedLLMConfig
 from hoprag.llm.openai_compat import OpenAICompatibleConfig
 from hoprag.llm.reference import ReferenceLLMConfig
+from hoprag.llm.streaming import CancelToken, StreamItem, stream_completion
 from hoprag.llm.vllm_backend import VLLMConfig
 
 BACKENDS: dict[str, BackendSpec] = {
@@ -115,3 +116,9 @@ class LazyLLM:
 
     def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
         return self.get().generate(prompts, params)
+
+    def stream(
+        self, prompt: Prompt, params: GenerationParams, cancel: CancelToken | None = None
+    ) -> Iterator[StreamItem]:
+        """The backend's stream (one delta with the whole completion if it cannot stream)."""
+        return stream_completion(self.get(), prompt, params, cancel)

@@ -13,12 +13,13 @@ a per-prompt failure.
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import os
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
@@ -37,6 +38,7 @@ from hoprag.llm.base import (
     render_chat_as_completion,
     truncate_at_stop,
 )
+from hoprag.llm.streaming import CancelToken, StopSequenceFilter, StreamItem
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +120,10 @@ def openai_model_id(config: OpenAICompatibleConfig) -> str:
     return f"openai-compat:{config.model}"
 
 
+class _NotStreamed(Exception):
+    """The endpoint answered a streaming request with an error status or without an event stream."""
+
+
 @dataclass
 class _Attempt:
     """Outcome of one HTTP attempt: a completion, or a failure reason and whether to retry it."""
@@ -197,6 +203,107 @@ class OpenAICompatibleLLM:
             return []
         futures = [self._pool.submit(self._complete_one, body, params.stop) for body in payloads]
         return [f.result() for f in futures]
+
+    def stream(
+        self, prompt: Prompt, params: GenerationParams, cancel: CancelToken | None = None
+    ) -> Iterator[StreamItem]:
+        """Stream one prompt's completion from the endpoint (``"stream": true``, Server-Sent Events,
+        usage asked with ``stream_options.include_usage``).
+
+        A request that fails before any text arrived (refused, unreachable, not streaming) is sent
+        again the ordinary way, with :meth:`generate`'s retries; a stream that breaks mid-way ends
+        with an ``error`` completion. Cancelling ``cancel`` or closing the iterator closes the
+        connection, which is how the server learns to stop generating.
+        """
+        if self._closed:
+            raise RuntimeError("OpenAICompatibleLLM is closed")
+        token = cancel or CancelToken()
+        body = {**self._payload(prompt, params), "stream": True, "stream_options": {"include_usage": True}}
+        cut = StopSequenceFilter(params.stop)
+        usage: dict[str, Any] = {}
+        server_reason: str | None = None
+        started = time.monotonic()
+        try:
+            with self._client.stream("POST", self._url, json=body) as resp:
+                remove = token.on_cancel(resp.close)  # unblocks a read waiting for the next token
+                try:
+                    if resp.status_code >= 300 or not resp.headers.get("content-type", "").startswith(
+                        "text/event-stream"
+                    ):
+                        resp.read()
+                        detail = f"http_{resp.status_code}: {_short(resp.text)}"
+                        raise _NotStreamed(detail)
+                    self._count(prompts=1, requests=1)  # a fallback below counts its own
+                    for line in resp.iter_lines():
+                        if token.cancelled or cut.stopped:
+                            break  # closing the response below tells the server to stop
+                        data = line[5:].strip() if line.startswith("data:") else ""
+                        if not data:
+                            continue
+                        if data == "[DONE]":
+                            break
+                        chunk = json.loads(data)
+                        usage = chunk.get("usage") or usage
+                        for choice in chunk.get("choices") or []:
+                            piece = (
+                                (choice.get("delta") or {}).get("content")
+                                if self.config.prompt_style == "chat"
+                                else choice.get("text")
+                            )
+                            server_reason = choice.get("finish_reason") or server_reason
+                            released = cut.feed(piece) if isinstance(piece, str) else ""
+                            if released:
+                                yield released
+                finally:
+                    remove()
+        except _NotStreamed as exc:
+            if cut.released:  # never: nothing is released before the status is known
+                raise
+            logger.warning("streaming from %s refused (%s); generating without streaming", self._url, exc)
+            completion = self._complete_one(self._payload(prompt, params), params.stop)
+            if completion.text:
+                yield completion.text
+            yield completion
+            return
+        except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            if token.cancelled:
+                yield Completion(text=cut.text, finish_reason="error", error="cancelled")
+                return
+            if not cut.released:
+                logger.warning("streaming from %s failed (%r); generating without streaming", self._url, exc)
+                completion = self._complete_one(self._payload(prompt, params), params.stop)
+                if completion.text:
+                    yield completion.text
+                yield completion
+                return
+            self._count(failed=1, failed_stream_broken=1)
+            yield Completion(
+                text=cut.text,
+                finish_reason="error",
+                error="stream_broken",
+                metadata={"detail": _short(repr(exc))},
+            )
+            return
+        if token.cancelled:
+            yield Completion(text=cut.text, finish_reason="error", error="cancelled")
+            return
+        tail = cut.flush()
+        if tail:
+            yield tail
+        self._count(succeeded=1)
+        hit_stop = cut.stopped
+        finish: Literal["stop", "length"] = "length" if server_reason == "length" and not hit_stop else "stop"
+        yield Completion(
+            text=cut.text,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            finish_reason=finish,
+            metadata={
+                "server_finish_reason": server_reason,
+                "streamed": True,
+                "latency_s": round(time.monotonic() - started, 4),
+            },
+        )
 
     # -- reporting / lifecycle ----------------------------------------------------------------
 

@@ -12,7 +12,11 @@ Endpoints::
     GET  /v1/models
     GET  /health
 
-Not supported (answered with 400): streaming, ``n > 1``, token-id prompts. Requests are not batched
+``"stream": true`` (one prompt) answers Server-Sent Events as OpenAI does (``data: {chunk}`` lines,
+then ``data: [DONE]``; usage in a last chunk when ``stream_options.include_usage`` is set), streamed
+through the backend's :meth:`~hoprag.llm.streaming.StreamingLLM.stream` when it has one (one chunk
+with the whole text otherwise); a client that closes the connection stops the generation.
+Not supported (answered with 400): ``n > 1``, token-id prompts, a list of prompts when streaming. Requests are not batched
 together; by default one generation runs at a time because local backends are rarely thread-safe.
 Unset sampling fields take :class:`~hoprag.llm.base.GenerationParams` defaults (greedy,
 256 new tokens) rather than OpenAI's, since this server fronts index-building models.
@@ -25,7 +29,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -40,6 +44,7 @@ from hoprag.llm.base import (
     render_chat_as_completion,
     truncate_at_stop,
 )
+from hoprag.llm.streaming import CancelToken, stream_completion
 
 logger = logging.getLogger(__name__)
 
@@ -218,6 +223,74 @@ class OpenAIProtocolServer:
         ]
         return self._envelope("chatcmpl", "chat.completion", choices, results)
 
+    def stream_chunks(self, path: str, body: dict[str, Any], cancel: CancelToken) -> Iterator[dict[str, Any]]:
+        """The chunks of a streamed ``POST path`` (``"stream": true``); the request is validated
+        now (raising :class:`RequestError`), generation starts when the chunks are iterated."""
+        params = _params(body)
+        chat = path.endswith("/chat/completions")
+        if chat:
+            messages = _messages(body.get("messages"))
+            prompt: Prompt = (
+                messages if self.llm.prompt_style == "chat" else render_chat_as_completion(messages)
+            )
+        else:
+            raw = body.get("prompt")
+            if isinstance(raw, list) and len(raw) == 1:
+                raw = raw[0]
+            if not isinstance(raw, str):
+                raise RequestError("'prompt' must be one string when streaming")
+            prompt = raw if self.llm.prompt_style == "completion" else [{"role": "user", "content": raw}]
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return self._stream(prompt, params, chat, include_usage, cancel)
+
+    def _stream(
+        self, prompt: Prompt, params: GenerationParams, chat: bool, include_usage: bool, cancel: CancelToken
+    ) -> Iterator[dict[str, Any]]:
+        envelope = {
+            "id": f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}",
+            "object": "chat.completion.chunk" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": self.model_name,
+        }
+
+        def chunk(text: str | None, finish: str | None = None, role: bool = False) -> dict[str, Any]:
+            if chat:
+                delta: dict[str, Any] = {"role": "assistant"} if role else {}
+                if text is not None:
+                    delta["content"] = text
+                choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": finish}
+            else:
+                choice = {"index": 0, "text": text or "", "finish_reason": finish}
+            return {**envelope, "choices": [choice]}
+
+        if chat:
+            yield chunk("", role=True)
+        items = stream_completion(self.llm, prompt, params, cancel)
+        completion: Completion | None = None
+        try:
+            with self._generate_slots:
+                for item in items:
+                    if isinstance(item, Completion):
+                        completion = item
+                        break
+                    yield chunk(item)
+        finally:
+            items.close()  # the client went away mid-stream: the backend stops generating
+            cancel.cancel()
+        if completion is None or not completion.ok:
+            error = completion.error if completion is not None else "no completion"
+            yield {"error": {"message": f"generation failed: {error}", "type": "server_error", "code": None}}
+            return
+        yield chunk(None, completion.finish_reason)
+        if include_usage:
+            total = completion.prompt_tokens + completion.completion_tokens
+            usage = {
+                "prompt_tokens": completion.prompt_tokens,
+                "completion_tokens": completion.completion_tokens,
+                "total_tokens": total,
+            }
+            yield {**envelope, "choices": [], "usage": usage}
+
     def _generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
         with self._generate_slots:
             results = self.llm.generate(prompts, params)
@@ -273,8 +346,6 @@ def _replace_text(c: Completion, text: str) -> Completion:
 def _params(body: dict[str, Any]) -> GenerationParams:
     """Sampling settings from a request body, validated; unset fields take our defaults."""
     defaults = GenerationParams()
-    if body.get("stream"):
-        raise RequestError("streaming is not supported by this server")
     n = body.get("n", 1)
     if n not in (None, 1):
         raise RequestError("only n=1 is supported")
@@ -381,6 +452,9 @@ class _Handler(BaseHTTPRequestHandler):
             route = routes.get(path)
             if route is None:
                 raise RequestError(f"no route {path}", HTTPStatus.NOT_FOUND, "not_found_error")
+            if body.get("stream"):
+                self._send_stream(self.owner.stream_chunks(path, body, CancelToken()))
+                return
             self._send_json(HTTPStatus.OK, route(body))
         except RequestError as e:
             self._send_error(e)
@@ -412,6 +486,24 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             raise RequestError("request body must be a JSON object")
         return body
+
+    def _send_stream(self, chunks: Iterator[dict[str, Any]]) -> None:
+        """Server-Sent Events until the chunks end; the connection closes after them (no
+        Content-Length), and a client that closed its end stops the generation (``chunks.close()``)."""
+        self.close_connection = True
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            for chunk in chunks:
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
+        except OSError as e:  # BrokenPipe / ConnectionReset: the client is gone
+            logger.debug("streaming client went away: %r", e)
+        finally:
+            chunks.close()
 
     def _send_error(self, e: RequestError) -> None:
         self._send_json(e.status, {"error": {"message": e.message, "type": e.error_type, "code": None}})

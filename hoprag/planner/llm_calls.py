@@ -12,10 +12,11 @@ import json
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from hoprag.llm.base import LLM, Completion, GenerationParams, Prompt, PromptStyle
+from hoprag.llm.streaming import CancelToken, stream_completion
 
 
 @dataclass
@@ -155,6 +156,42 @@ class CachedLLM:
         for ledger, completion, is_new in zip(ledgers, out, fresh, strict=True):
             ledger.records.append(_record(purpose, 1, [completion] if is_new else [], share))
         return out
+
+    def complete_streamed(
+        self,
+        prompt: Prompt,
+        params: GenerationParams,
+        ledger: CallLedger,
+        purpose: str,
+        on_text: Callable[[str], None],
+        cancel: CancelToken | None = None,
+    ) -> Completion:
+        """Like :meth:`complete` for one prompt, handing the text to ``on_text`` as it is generated
+        (a cached completion: all of it at once). The completion, the cache and the ledger record
+        are those :meth:`complete` would give."""
+        started = time.perf_counter()
+        key = _cache_key(self.model_id, prompt, params)
+        hit = self._lookup(key) if self.cache_size > 0 else None
+        if hit is not None:
+            if hit.text:
+                on_text(hit.text)
+            ledger.records.append(_record(purpose, 1, [], time.perf_counter() - started))
+            return hit
+        completion: Completion | None = None
+        items = stream_completion(self.llm, prompt, params, cancel)
+        try:
+            for item in items:
+                if isinstance(item, Completion):
+                    completion = item
+                    break
+                on_text(item)
+        finally:
+            items.close()  # on_text raised (the caller stopped listening): stop generating
+        if completion is None:
+            completion = Completion(text="", finish_reason="error", error="stream ended without a completion")
+        self._store(key, completion)
+        ledger.records.append(_record(purpose, 1, [completion], time.perf_counter() - started))
+        return completion
 
     def _complete(
         self, prompts: Sequence[Prompt], params: GenerationParams

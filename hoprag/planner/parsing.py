@@ -109,3 +109,35 @@ def parse_rewritten(text: str) -> Parsed[str]:
     if not line or len(line) > 400 or line.lower().rstrip(".") in _UNKNOWN_FORMS:
         return Parsed(None, "no rewritten question")
     return Parsed(line)
+
+
+_STRIPPED_ENDS = " \t\r\"'“”."
+_PREFIX_WORDS = ("final answer", "answer", "rewritten")
+_UNKNOWN_LOWER = tuple({form.lower() for form in _UNKNOWN_FORMS})
+
+
+def answer_text_so_far(output: str) -> str:
+    """The part of :func:`parse_answer`'s answer that an answer call's output so far already
+    settles (streaming the answer while it is generated): the first line's text once it cannot
+    still turn out to be an ``Answer:`` prefix or a "don't know" form, without a trailing run of
+    quotes, dots and spaces that the parser may yet strip. Each result extends the previous one
+    as the output grows, and ends as a prefix of the parsed answer (the same text, but for
+    outputs the parser rejects: runaway lines, answers copied from the prompt's examples)."""
+    text = output.lstrip()
+    newline = text.find("\n")
+    complete = newline >= 0
+    line = text[:newline] if complete else text
+    m = _ANSWER_PREFIX.match(line)
+    if m:
+        body = line[m.end() :]
+    else:
+        lowered = line.rstrip().lower()
+        if not complete and any(word.startswith(lowered) for word in _PREFIX_WORDS):
+            return ""  # "Answ", "Final answer" ...: could still be a prefix the parser drops
+        body = line
+    # Over-stripping a settled line is harmless: the rest of the answer is released at the end.
+    body = body.lstrip(" \t\r\"'“”").rstrip(_STRIPPED_ENDS)
+    lowered = body.lower()
+    if any(form.startswith(lowered) for form in _UNKNOWN_LOWER):
+        return ""  # "no", "not kn" ...: may end as NotEnoughInfo
+    return body[:MAX_ANSWER_CHARS]

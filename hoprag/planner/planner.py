@@ -17,11 +17,11 @@ import itertools
 import re
 import time
 from collections.abc import Callable, Sequence
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from hoprag.extraction.parsing import parse_entity_list
 from hoprag.extraction.prompts import ner_prompt
-from hoprag.llm.base import LLM, Prompt, PromptSpec, PromptStyle, uses_student_prompt
+from hoprag.llm.base import LLM, Completion, Prompt, PromptSpec, PromptStyle, uses_student_prompt
 from hoprag.planner import prompts as P
 from hoprag.planner.config import PlannerConfig
 from hoprag.planner.knowledge import KnowledgeGraphView, VertexMatch
@@ -43,6 +43,9 @@ from hoprag.planner.traversal.retriever import RetrieverTraversal
 from hoprag.planner.traversal.water_circles import WaterCirclesTraversal
 from hoprag.retrieval.base import Retriever
 from hoprag.text import dictionary_mentions
+
+if TYPE_CHECKING:
+    from hoprag.qa.events import EventSink
 
 NOT_ENOUGH_INFO = "NotEnoughInfo"
 T = TypeVar("T")
@@ -122,9 +125,11 @@ class Planner:
                 out.append(exc)
         return out
 
-    def answer(self, question: str, top_k: int | None = None) -> Answer:
+    def answer(self, question: str, top_k: int | None = None, events: EventSink | None = None) -> Answer:
         """Answer one question (evidence documents cut to ``top_k``); never raises on LLM or
-        retrieval trouble (see ``Answer.notes``)."""
+        retrieval trouble (see ``Answer.notes``). With ``events``, each stage is reported as it
+        finishes and the final answer call is streamed (:mod:`hoprag.qa.events`); the answer is
+        the same."""
         question = self._validate(question)
         started = time.perf_counter()
         ledger = CallLedger()
@@ -152,21 +157,20 @@ class Planner:
         steps: list[StepTrace] = []
         plans: list[list[str]] = []
         sub_answers: list[tuple[str, str]] = []
+        single = len(sub_questions) == 1  # else the aggregate call is the one to stream
         for sub in sub_questions:
-            answer = self._search(sub, ledger, steps, plans, notes)
+            answer = self._search(sub, ledger, steps, plans, notes, events if single else None, events)
             sub_answers.append((sub, answer))
         if len(sub_answers) == 1:
             final = sub_answers[0][1]
         else:
-            final = (
-                self._ask(
-                    P.final_answer_prompt(asked, sub_answers, self.style), ledger, "aggregate", parse_answer
-                )
-                or ""
-            )
+            spec = P.final_answer_prompt(asked, sub_answers, self.style)
+            final = self._ask_final(spec, ledger, "aggregate", events) or ""
         triples, documents = self._evidence(steps)
         if top_k is not None:
             documents = documents[:top_k]
+        if events is not None:
+            events.finish(final or NOT_ENOUGH_INFO)
         return Answer(
             question=question,
             answer=final or NOT_ENOUGH_INFO,
@@ -193,18 +197,23 @@ class Planner:
         steps: list[StepTrace],
         plans: list[list[str]],
         notes: list[str],
+        stream_to: EventSink | None = None,
+        events: EventSink | None = None,
     ) -> str:
-        """The step loop for one (sub-)question; returns its answer ('' when not enough info)."""
+        """The step loop for one (sub-)question; returns its answer ('' when not enough info).
+        Stages go to ``events``; the final answer call streams to ``stream_to``."""
         cfg = self.config
         plan = self._ask(P.plan_prompt(question, self.style), ledger, "plan", parse_steps)
         if not plan:
             notes.append("plan: unusable output, the question is the only step")
             plan = [question]
         plans.append(list(plan))
+        if events is not None:
+            events.stage("plan", question=question, plan=list(plan))
         found: list[tuple[str, str]] = []
         done = 0
         while done < len(plan) and done < cfg.max_steps:
-            step = self._run_step(len(steps), plan[done], ledger)
+            step = self._run_step(len(steps), plan[done], ledger, events)
             steps.append(step)
             found.append((step.query, step.answer or P.UNKNOWN))
             done += 1
@@ -223,6 +232,13 @@ class Planner:
                     parse_update,
                     step,
                 )
+                if events is not None:
+                    events.stage(
+                        "update",
+                        step=step.index,
+                        final_answer=update.final_answer if update is not None else None,
+                        plan=list(update.remaining) if update is not None and update.remaining else None,
+                    )
                 if update is None:
                     step.degraded.append("update: plan kept")
                     continue
@@ -245,20 +261,23 @@ class Planner:
                     elif new != remaining:
                         plan = plan[:done] + new
                         plans.append(list(plan))
-                if self._ask(
+                answerable = self._ask(
                     P.answerable_prompt(question, found, self.style), ledger, "answerable", parse_yes_no, step
-                ):
+                )
+                if events is not None:
+                    events.stage(
+                        "update", step=step.index, answerable=bool(answerable), plan=list(plan[done:])
+                    )
+                if answerable:
                     break
         if done < len(plan):
             notes.append(f"stopped after max_steps={cfg.max_steps} with {len(plan) - done} steps left")
-        return (
-            self._ask(
-                P.final_answer_prompt(question, found, self.style), ledger, "final_answer", parse_answer
-            )
-            or ""
-        )
+        spec = P.final_answer_prompt(question, found, self.style)
+        return self._ask_final(spec, ledger, "final_answer", stream_to) or ""
 
-    def _run_step(self, index: int, query: str, ledger: CallLedger) -> StepTrace:
+    def _run_step(
+        self, index: int, query: str, ledger: CallLedger, events: EventSink | None = None
+    ) -> StepTrace:
         cfg = self.config
         started = time.perf_counter()
         step = StepTrace(index=index, query=query)
@@ -297,6 +316,15 @@ class Planner:
             step.degraded.append(
                 "no entity matched a KG vertex: clue query is the step itself, without seeds"
             )
+        if events is not None:
+            events.stage(
+                "seeds",
+                step=index,
+                query=query,
+                entities=list(step.entities),
+                entity_source=step.entity_source,
+                seeds=dict(step.seed_sources),
+            )
         # c. clue queries
         clues = self._clue_queries(query, matched, ledger, step)
         # d. knowledge per clue query, filtered
@@ -313,6 +341,13 @@ class Planner:
             ]
             per_clue.append(knowledge)
         step.clues = clues
+        if events is not None:
+            from hoprag.qa.events import documents_payload, triples_payload
+
+            evidence, docs = self._evidence([step])
+            events.stage(
+                "triples", step=index, triples=triples_payload(evidence), documents=documents_payload(docs)
+            )
         # e. the step's answer
         student = uses_student_prompt(self.client.llm, "answer")
         if cfg.merged_prompts:
@@ -339,6 +374,8 @@ class Planner:
             )
         step.answer = answer or ""
         step.seconds = time.perf_counter() - started
+        if events is not None:
+            events.stage("step_answer", step=index, query=query, answer=step.answer)
         return step
 
     def _clue_queries(
@@ -443,6 +480,17 @@ class Planner:
     def _ask(self, spec: PromptSpec, ledger: CallLedger, purpose: str, parser, step: StepTrace | None = None):
         return self._ask_many([spec], ledger, purpose, parser, step)[0]
 
+    def _ask_final(
+        self, spec: PromptSpec, ledger: CallLedger, purpose: str, stream_to: EventSink | None
+    ) -> str | None:
+        """The final answer call; streamed to ``stream_to`` (as generated) when given."""
+        if stream_to is None:
+            return self._ask(spec, ledger, purpose, parse_answer)
+        completion = self.client.complete_streamed(
+            spec.prompt, spec.params, ledger, purpose, stream_to.answer_output, stream_to.cancel
+        )
+        return self._parse_all([spec], [completion], purpose, parse_answer)[0]
+
     def _ask_many(
         self,
         specs: Sequence[PromptSpec],
@@ -455,6 +503,16 @@ class Planner:
         if not specs:
             return []
         completions = self.client.complete([s.prompt for s in specs], specs[0].params, ledger, purpose)
+        return self._parse_all(specs, completions, purpose, parser, step)
+
+    @staticmethod
+    def _parse_all(
+        specs: Sequence[PromptSpec],
+        completions: Sequence[Completion],
+        purpose: str,
+        parser: Callable[[str], Parsed[T]],
+        step: StepTrace | None = None,
+    ) -> list[T | None]:
         values: list[T | None] = []
         for spec, c in zip(specs, completions, strict=True):
             if not c.ok:

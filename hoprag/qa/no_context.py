@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from hoprag.llm.base import LLM
+from hoprag.llm.base import LLM, Completion, Prompt
 from hoprag.planner import prompts as P
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
 from hoprag.planner.planner import NOT_ENOUGH_INFO, PlannerInputError, check_question
 from hoprag.planner.trace import Answer, StepTrace
 from hoprag.qa.retrieve import answer_from_completion
 from hoprag.qa.system import QAMode, answer_one
+
+if TYPE_CHECKING:
+    from hoprag.qa.events import EventSink
 
 
 class NoContextAnswer:
@@ -25,8 +29,20 @@ class NoContextAnswer:
     def mode(self) -> QAMode:
         return "no_context"
 
-    def answer(self, question: str, top_k: int = 5) -> Answer:
-        return answer_one(self, question, top_k)
+    def answer(self, question: str, top_k: int = 5, events: EventSink | None = None) -> Answer:
+        """One question; with ``events``, the answer call is streamed (the same answer)."""
+        if events is None:
+            return answer_one(self, question, top_k)
+        started = time.perf_counter()
+        text = check_question(question, self.max_question_chars)
+        spec = P.final_answer_prompt(text, [], self.client.prompt_style)
+        ledger = CallLedger()
+        completion = self.client.complete_streamed(
+            spec.prompt, spec.params, ledger, "answer", events.answer_output, events.cancel
+        )
+        answer = self._finish(text, spec.prompt, completion, ledger, started)
+        events.finish(answer.answer)
+        return answer
 
     def answer_batch(self, questions: Sequence[str], top_k: int = 5) -> list[Answer | Exception]:
         started = time.perf_counter()
@@ -45,19 +61,25 @@ class NoContextAnswer:
             else []
         )
         for (i, text), spec, completion, ledger in zip(valid, specs, completions, ledgers, strict=True):
-            answer, problem = answer_from_completion(spec.prompt, completion)
-            step = StepTrace(index=0, query=text, answer=answer)
-            if problem:
-                step.degraded.append(f"answer: {problem}")
-            outcomes[i] = Answer(
-                question=text,
-                answer=answer or NOT_ENOUGH_INFO,
-                not_enough_info=not answer,
-                steps=[step],
-                plans=[],
-                documents=[],
-                triples=[],
-                seconds=time.perf_counter() - started,
-                **ledger.answer_fields(),
-            )
+            outcomes[i] = self._finish(text, spec.prompt, completion, ledger, started)
         return [o for o in outcomes if o is not None]
+
+    @staticmethod
+    def _finish(
+        text: str, prompt: Prompt, completion: Completion, ledger: CallLedger, started: float
+    ) -> Answer:
+        answer, problem = answer_from_completion(prompt, completion)
+        step = StepTrace(index=0, query=text, answer=answer)
+        if problem:
+            step.degraded.append(f"answer: {problem}")
+        return Answer(
+            question=text,
+            answer=answer or NOT_ENOUGH_INFO,
+            not_enough_info=not answer,
+            steps=[step],
+            plans=[],
+            documents=[],
+            triples=[],
+            seconds=time.perf_counter() - started,
+            **ledger.answer_fields(),
+        )

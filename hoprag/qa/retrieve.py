@@ -14,9 +14,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hoprag.linking.linker import EntityLinks, QuestionLinker
-from hoprag.llm.base import LLM, Completion, Prompt, uses_student_prompt
+from hoprag.llm.base import LLM, Completion, Prompt, PromptSpec, uses_student_prompt
 from hoprag.planner import prompts as P
 from hoprag.planner.knowledge import KnowledgeGraphView
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
@@ -27,6 +28,9 @@ from hoprag.planner.traversal.retriever import RetrieverTraversal
 from hoprag.qa.config import RetrieveModeSettings
 from hoprag.qa.system import QAMode, answer_one
 from hoprag.retrieval.base import RetrievalQuery, RetrievalResult, Retriever
+
+if TYPE_CHECKING:
+    from hoprag.qa.events import EventSink
 
 
 def answer_from_completion(prompt: Prompt, completion: Completion) -> tuple[str, str | None]:
@@ -77,11 +81,16 @@ class RetrieveThenAnswer:
     def mode(self) -> QAMode:
         return "retrieve"
 
-    def retrieve(self, questions: Sequence[str], k: int) -> list[Retrieval]:
-        """Link every question, then one batched retriever call for the top ``k`` documents each."""
+    def retrieve(self, questions: Sequence[str], k: int, events: EventSink | None = None) -> list[Retrieval]:
+        """Link every question, then one batched retriever call for the top ``k`` documents each
+        (``events``, for one question: its links are reported before the retrieval)."""
         texts = [check_question(q, self.max_question_chars) for q in questions]
         ledgers = [CallLedger() for _ in texts]
         links = self.linker.link(texts, ledgers)
+        if events is not None:
+            for text, link in zip(texts, links, strict=True):
+                entities = list(link.mentions) or list(link.entities)
+                events.stage("seeds", step=0, query=text, entities=entities, seeds=link.by_entity())
         queries = [RetrievalQuery(t, link.entities) for t, link in zip(texts, links, strict=True)]
         results = self.retriever.retrieve(queries, k) if queries else []
         return [
@@ -89,8 +98,30 @@ class RetrieveThenAnswer:
             for t, link, result, ledger in zip(texts, links, results, ledgers, strict=True)
         ]
 
-    def answer(self, question: str, top_k: int = 5) -> Answer:
-        return answer_one(self, question, top_k)
+    def answer(self, question: str, top_k: int = 5, events: EventSink | None = None) -> Answer:
+        """One question; with ``events``, its stages are reported and the answer call is streamed
+        (:mod:`hoprag.qa.events`), for the same answer."""
+        if events is None:
+            return answer_one(self, question, top_k)
+        from hoprag.qa.events import documents_payload, triples_payload
+
+        started = time.perf_counter()
+        retrieval = self.retrieve([question], max(top_k, self.settings.context_documents), events)[0]
+        step = self._step(retrieval)
+        clue = step.clues[0]
+        events.stage(
+            "triples",
+            step=0,
+            triples=triples_payload(clue.triples),
+            documents=documents_payload(clue.documents),
+        )
+        spec = self._prompt(retrieval, step)
+        completion = self.client.complete_streamed(
+            spec.prompt, spec.params, retrieval.ledger, "answer", events.answer_output, events.cancel
+        )
+        answer = self._finish(retrieval, step, spec, completion, top_k, started)
+        events.finish(answer.answer)
+        return answer
 
     def answer_batch(self, questions: Sequence[str], top_k: int = 5) -> list[Answer | Exception]:
         started = time.perf_counter()
@@ -105,16 +136,7 @@ class RetrieveThenAnswer:
         k = max(top_k, self.settings.context_documents)
         retrievals = self.retrieve([questions[i] for i in valid], k)
         steps = [self._step(r) for r in retrievals]
-        specs = [
-            P.answer_prompt(
-                r.question,
-                [t.text for t in step.clues[0].triples],
-                self.client.prompt_style,
-                self._context(step.clues[0].documents),
-                student=uses_student_prompt(self.client.llm, "answer"),
-            )
-            for r, step in zip(retrievals, steps, strict=True)
-        ]
+        specs = [self._prompt(r, step) for r, step in zip(retrievals, steps, strict=True)]
         ledgers = [r.ledger for r in retrievals]
         completions = (
             self.client.complete_each([s.prompt for s in specs], specs[0].params, ledgers, "answer")
@@ -122,26 +144,48 @@ class RetrieveThenAnswer:
             else []
         )
         for i, r, step, spec, completion in zip(valid, retrievals, steps, specs, completions, strict=True):
-            answer, problem = answer_from_completion(spec.prompt, completion)
-            if problem:
-                step.degraded.append(f"answer: {problem}")
-            step.answer = answer
-            seconds = time.perf_counter() - started
-            step.seconds = seconds
-            clue = step.clues[0]
-            outcomes[i] = Answer(
-                question=r.question,
-                answer=answer or NOT_ENOUGH_INFO,
-                not_enough_info=not answer,
-                steps=[step],
-                plans=[],
-                documents=clue.documents[:top_k],
-                triples=clue.triples,
-                seconds=seconds,
-                **r.ledger.answer_fields(),
-                notes=list(clue.notes),
-            )
+            outcomes[i] = self._finish(r, step, spec, completion, top_k, started)
         return [o for o in outcomes if o is not None]
+
+    def _prompt(self, retrieval: Retrieval, step: StepTrace) -> PromptSpec:
+        """The answer prompt over the retrieval's triples and top documents."""
+        return P.answer_prompt(
+            retrieval.question,
+            [t.text for t in step.clues[0].triples],
+            self.client.prompt_style,
+            self._context(step.clues[0].documents),
+            student=uses_student_prompt(self.client.llm, "answer"),
+        )
+
+    @staticmethod
+    def _finish(
+        retrieval: Retrieval,
+        step: StepTrace,
+        spec: PromptSpec,
+        completion: Completion,
+        top_k: int,
+        started: float,
+    ) -> Answer:
+        """The answer from the answer call's completion, with the retrieval's trace and cost."""
+        answer, problem = answer_from_completion(spec.prompt, completion)
+        if problem:
+            step.degraded.append(f"answer: {problem}")
+        step.answer = answer
+        seconds = time.perf_counter() - started
+        step.seconds = seconds
+        clue = step.clues[0]
+        return Answer(
+            question=retrieval.question,
+            answer=answer or NOT_ENOUGH_INFO,
+            not_enough_info=not answer,
+            steps=[step],
+            plans=[],
+            documents=clue.documents[:top_k],
+            triples=clue.triples,
+            seconds=seconds,
+            **retrieval.ledger.answer_fields(),
+            notes=list(clue.notes),
+        )
 
     def _step(self, retrieval: Retrieval) -> StepTrace:
         """The trace of the retrieval: seeds (and the linker that found each), triples, documents."""

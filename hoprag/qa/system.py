@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from hoprag.planner.trace import Answer
+
+if TYPE_CHECKING:
+    from hoprag.qa.events import EventSink
 
 QAMode = Literal["retrieve", "plan", "no_context"]
 QA_MODES: tuple[QAMode, ...] = ("retrieve", "plan", "no_context")
@@ -18,9 +21,11 @@ class QASystem(Protocol):
     @property
     def mode(self) -> QAMode: ...
 
-    def answer(self, question: str, top_k: int = 5) -> Answer:
+    def answer(self, question: str, top_k: int = 5, events: EventSink | None = None) -> Answer:
         """One question; raises :class:`~hoprag.planner.planner.PlannerInputError` for a question the
-        system refuses (empty, too long), never for LLM or retrieval trouble (see ``Answer.notes``)."""
+        system refuses (empty, too long), never for LLM or retrieval trouble (see ``Answer.notes``).
+        With ``events``, the stages are reported and the final answer call is streamed as it runs
+        (:mod:`hoprag.qa.events`); the answer is the same (timings aside)."""
         ...
 
     def answer_batch(self, questions: Sequence[str], top_k: int = 5) -> list[Answer | Exception]:

@@ -37,7 +37,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from ray import serve
+from sse_starlette import EventSourceResponse
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -62,6 +63,7 @@ from serving.schemas import (
     ReadyResponse,
 )
 from serving.settings import QAAppSettings, RequestLimits
+from serving.streaming import ChatChunks, error_event, sse
 
 logger = logging.getLogger("ray.serve")
 
@@ -157,6 +159,24 @@ def _error_kind(exc: BaseException) -> str:
     if isinstance(exc, RayActorError | ActorUnavailableError):
         return "replica_failed"
     return "internal"
+
+
+def _qa_body(body: QARequest, request_id: str, result: dict[str, Any]) -> dict[str, Any]:
+    """The ``/v1/qa`` response body (also the ``answer`` event of a streamed answer)."""
+    response = QAResponse(
+        request_id=request_id,
+        mode=body.mode,
+        answer=result["answer"],
+        not_enough_info=result["not_enough_info"],
+        documents=result["documents"][: body.top_k],
+        triples=result["triples"],
+        llm_calls=result["llm_calls"],
+        prompt_tokens=result["prompt_tokens"],
+        completion_tokens=result["completion_tokens"],
+        timings=result["timings"],
+        trace=result if body.return_trace else None,
+    )
+    return response.model_dump(mode="json")
 
 
 def _last_user_text(body: ChatCompletionRequest) -> str:
@@ -366,26 +386,35 @@ class QAIngress:
         except BaseException as exc:
             if isinstance(exc, asyncio.TimeoutError | TimeoutError):
                 response.cancel()
-            kind = _error_kind(exc)
-            m["errors"].inc(tags={"route": route, "kind": kind})
-            logger.warning("request %s failed (%s): %s", request_id, kind, exc)
-            if kind == "overloaded":
-                raise APIError(
-                    503, "overloaded: too many requests queued, retry later", {"Retry-After": "1"}
-                ) from exc
-            if kind == "replica_failed":
-                raise APIError(
-                    503, "a backend replica failed; Serve is replacing it, retry", {"Retry-After": "1"}
-                ) from exc
-            if kind == "not_ready":
-                raise APIError(
-                    503, "not ready: the index and models are still loading", {"Retry-After": "5"}
-                ) from exc
-            if kind == "bad_question":
-                raise APIError(400, str(getattr(exc, "cause", None) or exc).splitlines()[-1]) from exc
-            if kind == "timeout":
-                raise APIError(504, f"no answer within {self._timeout_s:g} s") from exc
-            raise APIError(500, f"internal error (request {request_id})") from exc
+            raise self._failure(exc, request_id, route) from exc
+        return self._finish(result, started, mode, request_id)
+
+    def _failure(self, exc: BaseException, request_id: str, route: str) -> APIError:
+        """The HTTP error for a failed QA call (counted and logged)."""
+        from serving.metrics import ingress_metrics
+
+        kind = _error_kind(exc)
+        ingress_metrics()["errors"].inc(tags={"route": route, "kind": kind})
+        logger.warning("request %s failed (%s): %s", request_id, kind, exc)
+        if kind == "overloaded":
+            return APIError(503, "overloaded: too many requests queued, retry later", {"Retry-After": "1"})
+        if kind == "replica_failed":
+            return APIError(
+                503, "a backend replica failed; Serve is replacing it, retry", {"Retry-After": "1"}
+            )
+        if kind == "not_ready":
+            return APIError(503, "not ready: the index and models are still loading", {"Retry-After": "5"})
+        if kind == "bad_question":
+            return APIError(400, str(getattr(exc, "cause", None) or exc).splitlines()[-1])
+        if kind == "timeout":
+            return APIError(504, f"no answer within {self._timeout_s:g} s")
+        return APIError(500, f"internal error (request {request_id})")
+
+    def _finish(self, result: dict[str, Any], started: float, mode: str, request_id: str) -> dict[str, Any]:
+        """The QA result with its timings (and the latency metrics observed)."""
+        from serving.metrics import ingress_metrics
+
+        m = ingress_metrics()
         total = time.perf_counter() - started
         m["latency"].observe(total, tags={"stage": "total", "mode": mode})
         m["latency"].observe(result["seconds"], tags={"stage": "pipeline", "mode": mode})
@@ -401,6 +430,86 @@ class QAIngress:
             "request %s answered in %.3f s (%s, %d LLM calls)", request_id, total, mode, result["llm_calls"]
         )
         return result
+
+    async def _open_stream(
+        self, question: str, mode: str, top_k: int, request_id: str, route: str, index: str | None
+    ) -> tuple[Any, dict[str, Any], float]:
+        """Start a streamed answer and wait for its first event, so that what can be known before
+        the first byte (overloaded, not ready, a refused question) is an ordinary HTTP error."""
+        from serving.metrics import ingress_metrics
+
+        qa = self._qa(index)
+        ingress_metrics()["requests"].inc(tags={"route": route, "mode": mode})
+        started = time.perf_counter()
+        events = qa.options(stream=True).answer_stream.remote(question, mode, top_k, request_id)
+        try:
+            first = await asyncio.wait_for(events.__anext__(), timeout=self._timeout_s)
+        except BaseException as exc:
+            events.cancel()
+            raise self._failure(exc, request_id, route) from exc
+        return events, first, started
+
+    async def _events(
+        self, events: Any, first: dict[str, Any], started: float, request_id: str, route: str
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The QA stream's events, each within what is left of ``request_timeout_s``; a failure is
+        an ``error`` item (``{"event": "error", "data": APIError}``). Cancels the QA call when the
+        consumer stops early (the client went away)."""
+        item: dict[str, Any] | None = first
+        try:
+            while item is not None:
+                yield item
+                left = self._timeout_s - (time.perf_counter() - started)
+                try:
+                    item = await asyncio.wait_for(events.__anext__(), timeout=max(left, 0.001))
+                except StopAsyncIteration:
+                    item = None
+        except Exception as exc:
+            yield {"event": "error", "data": self._failure(exc, request_id, route)}
+        finally:
+            events.cancel()  # no-op once finished; else the pipeline and the LLM stop
+
+    async def _qa_stream(self, body: QARequest, request_id: str) -> EventSourceResponse:
+        events, first, started = await self._open_stream(
+            body.question, body.mode, body.top_k, request_id, "qa", body.index
+        )
+
+        async def sse_events() -> AsyncIterator[dict[str, str]]:
+            async for item in self._events(events, first, started, request_id, "qa"):
+                kind, data = item["event"], item["data"]
+                if kind == "result":
+                    result = self._finish(data, started, body.mode, request_id)
+                    yield sse("answer", _qa_body(body, request_id, result))
+                elif kind == "error":
+                    yield error_event(_ERRORS.get(data.status, "error"), data.message, request_id)
+                else:
+                    yield sse(kind, data)
+
+        return EventSourceResponse(sse_events(), headers={"Cache-Control": "no-cache"})
+
+    async def _chat_stream(
+        self, body: ChatCompletionRequest, question: str, mode: str, request_id: str, index: str | None
+    ) -> EventSourceResponse:
+        events, first, started = await self._open_stream(question, mode, 5, request_id, "chat", index)
+        chunks = ChatChunks(f"chatcmpl-{request_id}", int(time.time()), body.model)
+        usage = body.stream_options is not None and body.stream_options.include_usage
+
+        async def sse_events() -> AsyncIterator[dict[str, str]]:
+            yield chunks.role()
+            async for item in self._events(events, first, started, request_id, "chat"):
+                kind, data = item["event"], item["data"]
+                if kind == "token":
+                    yield chunks.content(data["text"])
+                elif kind == "result":
+                    result = self._finish(data, started, mode, request_id)
+                    yield chunks.stop()
+                    if usage:
+                        yield chunks.usage(result["prompt_tokens"], result["completion_tokens"])
+                elif kind == "error":
+                    yield chunks.error(_ERRORS.get(data.status, "error"), data.message, request_id)
+            yield chunks.done()
+
+        return EventSourceResponse(sse_events(), headers={"Cache-Control": "no-cache"})
 
     # -- routes ------------------------------------------------------------------------------
     @api.get("/healthz", summary="Liveness: the ingress answers")
@@ -461,23 +570,12 @@ class QAIngress:
         summary="Answer a question",
         responses={code: {"model": ErrorResponse} for code in (400, 401, 404, 413, 422, 500, 503, 504)},
     )
-    async def qa(self, body: QARequest, request: Request) -> JSONResponse:
+    async def qa(self, body: QARequest, request: Request) -> JSONResponse | EventSourceResponse:
         request_id = _request_id(request)
+        if body.stream:
+            return await self._qa_stream(body, request_id)
         result = await self._answer(body.question, body.mode, body.top_k, request_id, "qa", body.index)
-        response = QAResponse(
-            request_id=request_id,
-            mode=body.mode,
-            answer=result["answer"],
-            not_enough_info=result["not_enough_info"],
-            documents=result["documents"][: body.top_k],
-            triples=result["triples"],
-            llm_calls=result["llm_calls"],
-            prompt_tokens=result["prompt_tokens"],
-            completion_tokens=result["completion_tokens"],
-            timings=result["timings"],
-            trace=result if body.return_trace else None,
-        )
-        return JSONResponse(response.model_dump(mode="json"))
+        return JSONResponse(_qa_body(body, request_id, result))
 
     @api.get("/v1/models", summary="OpenAI-compatible model list")
     async def models(self) -> dict[str, Any]:
@@ -493,17 +591,18 @@ class QAIngress:
         summary="OpenAI-compatible: answers the last user message through the QA pipeline",
         responses={code: {"model": ErrorResponse} for code in (400, 401, 404, 413, 422, 500, 503, 504)},
     )
-    async def chat(self, body: ChatCompletionRequest, request: Request) -> JSONResponse:
+    async def chat(self, body: ChatCompletionRequest, request: Request) -> JSONResponse | EventSourceResponse:
         request_id = _request_id(request)
         _check_chat_limits(body, self._limits)
-        if body.stream:
-            raise APIError(400, "streaming is not supported; send stream=false")
         question = _last_user_text(body)
         if not question:
             raise APIError(400, "no user message with text content")
         model, _, model_index = body.model.partition(":")
         mode = "plan" if model.endswith("plan") else "retrieve"
-        result = await self._answer(question, mode, 5, request_id, "chat", body.index or model_index or None)
+        index = body.index or model_index or None
+        if body.stream:
+            return await self._chat_stream(body, question, mode, request_id, index)
+        result = await self._answer(question, mode, 5, request_id, "chat", index)
         response = ChatCompletionResponse(
             id=f"chatcmpl-{request_id}",
             created=int(time.time()),

@@ -3,12 +3,13 @@ as a ``ray.serve.llm`` app, or in-process vLLM) shared by every QA replica."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from ray import serve
 
 from hoprag.llm.base import Completion, GenerationParams, Prompt, PromptStyle
 from hoprag.llm.factory import LLMBackendConfig
+from hoprag.llm.streaming import CancelToken, StreamItem
 
 
 @serve.deployment(name="LLM")
@@ -24,6 +25,24 @@ class LLMDeployment:
 
     def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
         return self._llm.generate(prompts, params)
+
+    async def stream(self, prompt: Prompt, params: GenerationParams) -> AsyncIterator[StreamItem]:
+        """One prompt's text deltas, then its Completion (call with ``handle.options(stream=True)``).
+        The backend streams in a thread; when the caller cancels (Serve raises ``CancelledError``
+        here), the backend's cancel token is set and generation stops at the next token."""
+        from hoprag.llm.streaming import stream_completion
+        from serving.streaming import run_in_thread
+
+        def work(emit: Callable[[object], None], cancel: CancelToken) -> None:
+            items = stream_completion(self._llm, prompt, params, cancel)
+            try:
+                for item in items:
+                    emit(item)
+            finally:
+                items.close()
+
+        async for item in run_in_thread(work, "llm-stream"):
+            yield item
 
     def check_health(self) -> None:
         """Serve's health check: the backend object exists (model loaded in ``__init__``)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ray import serve
@@ -157,12 +158,47 @@ class QADeployment:
         """The answer as ``Answer.to_dict()``; raises NotReadyError while loading."""
         if not self.ready():
             raise NotReadyError("the index and models are still loading")
+        result = self._systems[mode].answer(question, top_k=top_k)
+        self._observe(mode, result)
+        return result.to_dict()
+
+    async def answer_stream(
+        self, question: str, mode: str, top_k: int, request_id: str = ""
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The answer as events (call with ``handle.options(stream=True)``): ``{"event", "data"}``
+        items, ``stage`` ``started`` first, then the pipeline's ``stage`` and ``token`` events
+        (:mod:`hoprag.qa.events`), last ``result`` with the answer as :meth:`answer` returns it.
+        A refused question or a replica still loading raises before the first event. Cancelling
+        the call (the client went away) stops the pipeline and the LLM call it is streaming."""
+        if not self.ready():
+            raise NotReadyError("the index and models are still loading")
+        from hoprag.llm.streaming import CancelToken
+        from hoprag.planner.planner import check_question
+        from hoprag.qa.events import EventSink, StreamCancelled
+        from serving.streaming import run_in_thread
+
+        check_question(question, self._settings.planner.max_question_chars)  # a 400, not a stream
+        system = self._systems[mode]
+        yield {"event": "stage", "data": {"stage": "started", "request_id": request_id, "mode": mode}}
+
+        def work(emit: Callable[[object], None], cancel: CancelToken) -> None:
+            sink = EventSink(lambda kind, data: emit({"event": kind, "data": data}), cancel)
+            try:
+                result = system.answer(question, top_k=top_k, events=sink)
+            except StreamCancelled:
+                return
+            self._observe(mode, result)
+            emit({"event": "result", "data": result.to_dict()})
+
+        async for item in run_in_thread(work, "qa-stream"):
+            yield item
+
+    @staticmethod
+    def _observe(mode: str, result: Any) -> None:
         from serving.metrics import qa_metrics
 
-        result = self._systems[mode].answer(question, top_k=top_k)
         m = qa_metrics()
         m["llm_calls"].observe(result.llm_calls, tags={"mode": mode})
         for kind, count in (("prompt", result.prompt_tokens), ("completion", result.completion_tokens)):
             if count > 0:  # Ray counters only take positive increments (cached answers cost 0)
                 m["tokens"].inc(count, tags={"mode": mode, "kind": kind})
-        return result.to_dict()

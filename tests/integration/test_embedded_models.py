@@ -41,6 +41,31 @@ def test_batched_generation_with_stop_sequences(gemma):
     assert gemma.model_id == "embedded:gemma-3-270m-q4_k_m@bfloat16"
 
 
+def test_streaming_gives_the_completion_generate_gives_and_stops_when_cancelled(gemma):
+    from hoprag.llm.base import Completion
+    from hoprag.llm.streaming import CancelToken, collect
+
+    spec = openie_prompt(
+        "Juno Halleck was born in Quifen. Juno Halleck studied at Carrow College.", "completion"
+    )
+    deltas, streamed = collect(gemma.stream(spec.prompt, spec.params))
+    generated = gemma.generate([spec.prompt], spec.params)[0]
+    assert len(deltas) > 3 and "".join(deltas) == streamed.text
+    assert streamed == generated  # same tokens, same stop cut, same counts
+    token = CancelToken()
+    long = GenerationParams(max_new_tokens=200)
+    stream = gemma.stream("Once upon a time", long, token)
+    next(stream)
+    token.cancel()
+    rest = list(stream)
+    assert isinstance(rest[-1], Completion) and rest[-1].completion_tokens < 50
+    closed = gemma.stream("Once upon a time", long)
+    next(closed)
+    before = gemma.streams_cancelled
+    closed.close()  # the consumer went away: the generation thread stops and is joined
+    assert gemma.streams_cancelled == before + 1
+
+
 def test_second_load_uses_the_converted_cache(gemma, monkeypatch):
     import hoprag.llm.embedded as embedded
 

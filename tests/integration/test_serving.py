@@ -7,6 +7,7 @@ process), so answers are deterministic; the Retriever deployment loads a real ex
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -23,6 +24,7 @@ from serving.settings import QAAppSettings
 from tests.support.film_kg import write_film_index, write_tiny_glm
 from tests.support.local_ray import run_reference_index
 from tests.support.planner_llm import Rule, ScriptedPlannerLLM
+from tests.support.streaming_llm import StreamingWrapper
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -56,7 +58,8 @@ def scripted_llm_server() -> Iterator[tuple[OpenAIProtocolServer, SlowScriptedLL
             Rule("final", "Carl Boese"),
         ]
     )
-    with OpenAIProtocolServer(llm, model_name="scripted") as server:
+    # Streamed word by word (server.llm is the wrapper; the streaming tests slow it down).
+    with OpenAIProtocolServer(StreamingWrapper(llm), model_name="scripted") as server:
         yield server, llm
 
 
@@ -194,6 +197,118 @@ def test_openai_client_gets_a_chat_completion(served) -> None:
     assert {m.id for m in client.models.list().data} == {"hoprag", "hoprag-plan"}
 
 
+def _sse(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
+    """(event, data) of each Server-Sent Event, parsed from the raw lines as they arrive."""
+    event, data = "message", []
+    for line in lines:
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "message", []
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+
+
+def _untimed(body: dict) -> dict:
+    """A QA body without what differs between two runs of one question: timings, the request id."""
+    drop = {"timings", "seconds", "llm_seconds", "request_id"}
+
+    def strip(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in drop}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(body)  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("mode", ["retrieve", "plan"])
+def test_a_streamed_answer_sends_stages_then_tokens_then_the_plain_body(
+    served, scripted_llm_server, mode: str
+) -> None:
+    """Raw SSE over real HTTP; the final event equals the non-streamed body of the same question (asked of
+    the other app, whose QA replica has its own LLM cache). The plan has a step of its own, so that no
+    call is a cache hit in one app and not in the other."""
+    _, llm = scripted_llm_server
+    question = f"Who directed My Cousin From Warsaw? (streamed, {mode})"
+    llm.rules.insert(0, Rule("plan", "1. Who directed My Cousin From Warsaw, streamed?", "(streamed, plan)"))
+    body = {"question": question, "mode": mode, "top_k": 3, "return_trace": True}
+    started = time.perf_counter()
+    arrivals: list[tuple[float, str, str]] = []
+    with httpx.stream(
+        "POST", f"{served.base}/v1/qa", json={**body, "stream": True}, headers=_auth(), timeout=60
+    ) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        for event, data in _sse(r.iter_lines()):
+            arrivals.append((time.perf_counter() - started, event, data))
+    plain = httpx.post(f"{served.open_base}/v1/qa", json=body, timeout=60).json()
+    llm.rules.pop(0)
+    events = [e for _, e, _ in arrivals]
+    stages = [json.loads(d)["stage"] for _, e, d in arrivals if e == "stage"]
+    tokens = [json.loads(d)["text"] for _, e, d in arrivals if e == "token"]
+    print(f"{mode}: first event after {arrivals[0][0] * 1000:.0f} ms; events {events}")
+    assert events[-1] == "answer" and "error" not in events
+    assert stages[0] == "started" and {"seeds", "triples"} <= set(stages)
+    if mode == "plan":
+        assert {"plan", "step_answer", "update"} <= set(stages)
+    assert "".join(tokens) == "Carl Boese"
+    final = json.loads(arrivals[-1][2])
+    assert final["request_id"] == r.headers["x-request-id"] and final["timings"]["total"] > 0
+    assert _untimed(final) == _untimed(plain) and final["llm_calls"] >= 1
+
+
+def test_the_openai_client_streams_a_chat_completion(served) -> None:
+    import openai
+
+    client = openai.OpenAI(base_url=f"{served.base}/v1", api_key=TOKEN, timeout=60)
+    chunks = list(
+        client.chat.completions.create(
+            model="hoprag",
+            messages=[{"role": "user", "content": "Who directed My Cousin From Warsaw? (chat stream)"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Carl Boese"
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens > 0
+
+
+def test_closing_the_stream_stops_the_generation(served, scripted_llm_server) -> None:
+    """The client reads the first answer token and closes the connection: the ingress, QA and LLM
+    deployments cancel in turn, the LLM deployment closes its stream from the endpoint, and the
+    scripted LLM behind it stops (it would otherwise send 400 more words, one per 50 ms)."""
+    server, _ = scripted_llm_server
+    streaming: StreamingWrapper = server.llm  # type: ignore[assignment]
+    streaming.delay_s, streaming.extra_words = 0.05, 400
+    question = "Who directed My Cousin From Warsaw? (closed early)"
+    try:
+        with httpx.stream(
+            "POST",
+            f"{served.base}/v1/qa",
+            json={"question": question, "stream": True},
+            headers=_auth(),
+            timeout=60,
+        ) as r:
+            assert r.status_code == 200
+            first_token = next(data for event, data in _sse(r.iter_lines()) if event == "token")
+        closed = time.perf_counter()
+        assert json.loads(first_token)["text"] == "Carl"
+        record = next(s for s in streaming.streams if question in str(s.prompt))
+        while time.perf_counter() - closed < 15 and not (record.stopped_early or record.finished):
+            time.sleep(0.05)
+        stopped_after = time.perf_counter() - closed
+    finally:
+        streaming.delay_s, streaming.extra_words = 0.0, 0
+    print(f"generation stopped {stopped_after:.2f} s after the client closed, after {record.deltas} deltas")
+    assert record.stopped_early and not record.finished and record.deltas < 200
+    assert stopped_after < 5  # far sooner than the 20 s request timeout, which would stop it too
+
+
 @pytest.mark.parametrize(
     ("body", "status", "fragment"),
     [
@@ -213,7 +328,7 @@ def test_bad_requests_get_clear_4xx(served, body, status, fragment) -> None:
     assert fragment in error["message"] and error["type"] == "invalid_request" and error["request_id"]
 
 
-def test_malformed_json_and_streaming_are_400(served) -> None:
+def test_malformed_json_is_400(served) -> None:
     r = httpx.post(
         f"{served.base}/v1/qa",
         content=b'{"question": ',
@@ -221,13 +336,6 @@ def test_malformed_json_and_streaming_are_400(served) -> None:
         timeout=30,
     )
     assert r.status_code == 400 and "JSON" in r.json()["error"]["message"]
-    r = httpx.post(
-        f"{served.base}/v1/chat/completions",
-        json={"model": "hoprag", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
-        headers=_auth(),
-        timeout=30,
-    )
-    assert r.status_code == 400 and "stream" in r.json()["error"]["message"]
 
 
 def test_auth_is_enforced_when_on(served) -> None:

@@ -60,8 +60,42 @@ class _Reply:
         pass
 
 
+class _Events:
+    """What a streaming handle call returns: an async iterator of the scripted items (an exception
+    item is raised), with ``cancel``."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = list(items)
+        self.cancelled = False
+
+    def __aiter__(self) -> _Events:
+        return self
+
+    async def __anext__(self) -> Any:
+        if not self.items:
+            raise StopAsyncIteration
+        item = self.items.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+def _stream_items(answer: dict[str, Any] = ANSWER) -> list[Any]:
+    return [
+        {"event": "stage", "data": {"stage": "started", "request_id": "r", "mode": "retrieve"}},
+        {"event": "stage", "data": {"stage": "seeds", "step": 0, "entities": ["x"], "seeds": {}}},
+        {"event": "token", "data": {"text": "Carl"}},
+        {"event": "token", "data": {"text": " Boese"}},
+        {"event": "result", "data": dict(answer)},
+    ]
+
+
 class FakeQA:
-    """A QA deployment's handle: ``load_status`` as scripted, ``answer`` records the questions."""
+    """The QA deployment's handle: ``load_status`` as scripted, ``answer`` records the questions,
+    ``options(stream=True).answer_stream`` gives ``stream_items``."""
 
     def __init__(self, status: str | BaseException = "ready", snapshot: str = "snap-1") -> None:
         self.status = status
@@ -83,6 +117,17 @@ class FakeQA:
                 }
             )
         )
+        self.answer_stream = SimpleNamespace(remote=self._answer_stream)
+        self.stream_items: list[Any] = _stream_items()
+        self.streams: list[_Events] = []
+
+    def options(self, **kwargs: Any) -> FakeQA:
+        return self
+
+    def _answer_stream(self, question: str, mode: str, top_k: int, request_id: str) -> _Events:
+        self.questions.append(question)
+        self.streams.append(_Events(self.stream_items))
+        return self.streams[-1]
 
     def _answer(self, question: str, mode: str, top_k: int) -> _Reply:
         self.questions.append(question)
@@ -637,3 +682,74 @@ def test_deleting_a_document_and_reading_a_job(make_client: Make) -> None:
     status = client.get("/v1/jobs/job-1", headers=_auth())
     assert status.status_code == 200 and status.json()["state"] == "succeeded" and status.json()["live"]
     _error(client.get("/v1/jobs/job-404", headers=_auth()), 404, "not_found")
+
+
+def _sse(text: str) -> list[tuple[str, str]]:
+    """(event, data) of each Server-Sent Event in a body (``message`` when unnamed)."""
+    events = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        fields = [line.partition(":")[::2] for line in block.split("\n") if line and not line.startswith(":")]
+        if fields:
+            event = next((v.strip() for k, v in fields if k == "event"), "message")
+            events.append(
+                (event, "\n".join(v[1:] if v.startswith(" ") else v for k, v in fields if k == "data"))
+            )
+    return events
+
+
+def test_a_streamed_answer_is_stage_and_token_events_then_the_usual_body(make_client: Make) -> None:
+    client, qa = make_client()
+    plain = client.post("/v1/qa", json={"question": "Who?"}, headers=_auth()).json()
+    r = client.post("/v1/qa", json={"question": "Who?", "stream": True}, headers=_auth())
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+    events = _sse(r.text)
+    assert [e for e, _ in events] == ["stage", "stage", "token", "token", "answer"]
+    assert json.loads(events[0][1])["stage"] == "started"
+    assert "".join(json.loads(d)["text"] for e, d in events if e == "token") == "Carl Boese"
+    final = json.loads(events[-1][1])
+    assert final.pop("timings").keys() == plain.pop("timings").keys()
+    assert final == {**plain, "request_id": final["request_id"]}
+    assert qa.streams[0].cancelled  # harmless once finished; stops the work when not
+
+
+def test_errors_known_before_the_first_event_are_plain_http_errors(make_client: Make) -> None:
+    from hoprag.planner.planner import PlannerInputError
+    from serving.deployments.qa import NotReadyError
+
+    client, qa = make_client()
+    for exc, status in ((NotReadyError("loading"), 503), (PlannerInputError("the question is empty"), 400)):
+        qa.stream_items = [exc]
+        r = client.post("/v1/qa", json={"question": "Who?", "stream": True}, headers=_auth())
+        assert r.status_code == status and r.headers["content-type"] == "application/json", r.text
+    chat = {**_chat("Who?"), "stream": True}
+    assert client.post("/v1/chat/completions", json=chat, headers=_auth()).status_code == 400
+
+
+def test_an_error_mid_stream_is_an_error_event(make_client: Make) -> None:
+    client, qa = make_client()
+    qa.stream_items = [*_stream_items()[:3], RuntimeError("boom")]
+    r = client.post("/v1/qa", json={"question": "Who?", "stream": True}, headers=_auth())
+    events = _sse(r.text)
+    assert [e for e, _ in events] == ["stage", "stage", "token", "error"]
+    error = json.loads(events[-1][1])["error"]
+    assert error["type"] == "internal_error" and error["request_id"] and "boom" not in error["message"]
+
+
+def test_the_openai_client_reads_the_streamed_chat_completion(make_client: Make) -> None:
+    import openai
+
+    client, _ = make_client()
+    oa = openai.OpenAI(base_url=f"{client.base_url}/v1", api_key=TOKEN, http_client=client)
+    chunks = list(
+        oa.chat.completions.create(
+            model="hoprag",
+            messages=[{"role": "user", "content": "Who?"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Carl Boese"
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 12
+    assert all(c.object == "chat.completion.chunk" for c in chunks)

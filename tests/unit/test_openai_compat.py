@@ -238,7 +238,7 @@ def test_server_rejects_bad_requests(completion_server: tuple[OpenAIProtocolServ
             ("/completions", {"model": "m"}, 400),
             ("/completions", {"model": "m", "prompt": [1, 2]}, 400),
             ("/completions", {"model": "m", "prompt": "x", "max_tokens": 0}, 400),
-            ("/completions", {"model": "m", "prompt": "x", "stream": True}, 400),
+            ("/completions", {"model": "m", "prompt": ["x", "y"], "stream": True}, 400),
             ("/chat/completions", {"model": "m"}, 400),
             ("/chat/completions", {"model": "m", "messages": [{"role": "robot", "content": "x"}]}, 400),
             ("/chat/completions", {"model": "m", "messages": [{"role": "user"}]}, 400),
