@@ -115,6 +115,18 @@ class CachedLLM:
     def student_tasks(self) -> frozenset[str]:
         return frozenset(getattr(self.llm, "student_tasks", ()))
 
+    def adopt_cache(self, other: CachedLLM) -> None:
+        """Take ``other``'s cached completions (a serving replica swapping to a new index snapshot:
+        a completion is keyed by its whole prompt and the model, so it stays right whatever the
+        index; only prompts that the new snapshot's context changes miss)."""
+        if other is self or self.cache_size <= 0:
+            return
+        with other._lock:
+            entries = list(other._cache.items())[-self.cache_size :]
+        with self._lock:
+            for key, completion in entries:
+                self._cache.setdefault(key, completion)
+
     def _lookup(self, key: str) -> Completion | None:
         with self._lock:
             hit = self._cache.get(key)

@@ -90,6 +90,7 @@ class QADeployment:
 
     def _swap_to_current(self) -> None:
         """Load the index's current snapshot and its QA systems, then make them the ones answering."""
+        from hoprag.planner.llm_calls import CachedLLM
         from hoprag.qa.builder import assemble_qa_system, load_components
 
         assert self._remote is not None
@@ -105,6 +106,10 @@ class QADeployment:
         _ = components.kg.triple_search
         _ = index.vector_search("entity")
         systems = {mode: assemble_qa_system(components, s, mode) for mode in ("retrieve", "plan")}
+        for mode, system in systems.items():  # answers to unchanged prompts stay cached
+            old, new = getattr(self._systems.get(mode), "client", None), getattr(system, "client", None)
+            if isinstance(old, CachedLLM) and isinstance(new, CachedLLM):
+                new.adopt_cache(old)
         self._embedder = components.embedder
         self._index_stats = {
             "documents": index.documents.num_rows,

@@ -129,6 +129,20 @@ def test_cache_makes_a_repeated_question_free(film_kg) -> None:
     assert no_cache.answer(QUESTION).llm_calls == 8
 
 
+def test_a_new_planner_can_adopt_the_answers_an_old_one_cached(film_kg) -> None:
+    """What a serving replica does when it swaps to a new index snapshot."""
+    llm = ScriptedPlannerLLM(_script())
+    old = Planner(film_kg, llm)
+    old.answer(QUESTION)
+    new = Planner(film_kg, llm)
+    new.client.adopt_cache(old.client)
+    again = new.answer(QUESTION)
+    assert again.llm_calls == 0 and again.cache_hits == 8
+    bounded = Planner(film_kg, llm, PlannerConfig(cache_size=3))
+    bounded.client.adopt_cache(old.client)
+    assert len(bounded.client._cache) == 3  # the newest entries, within its own bound
+
+
 def test_malformed_outputs_degrade_steps_never_the_question(film_kg) -> None:
     rules = [
         Rule("plan", "Sure! Here is what I think about films."),  # no numbered steps
