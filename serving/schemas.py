@@ -38,6 +38,11 @@ class QARequest(BaseModel):
         description="Answer with Server-Sent Events: `stage` events as the pipeline runs, `token` events "
         "as the answer is generated, then `answer` (this route's usual body) or `error`.",
     )
+    evidence_graph: bool = Field(
+        default=False,
+        description="Include `evidence_graph`: the answer's triples (the 50 best) laid out and drawn as SVG, "
+        "seeds and the seed-to-answer paths marked, coloured by plan step (what the playground at `/` shows).",
+    )
 
     @field_validator("question")
     @classmethod
@@ -61,6 +66,42 @@ class TripleOut(BaseModel):
     source: str = Field(description="The traversal or retriever that found the triple.")
 
 
+class GraphNodeOut(BaseModel):
+    entity: str
+    step: int | None = Field(description="The plan step (0-based) that found the entity; null: none.")
+    seed: bool = Field(description="A seed entity of a step (linked from its query).")
+    answer: bool = Field(description="The entity is the answer (or named in it).")
+    top: bool = Field(description="Among the entities of the highest-scored triples.")
+
+
+class GraphEdgeOut(BaseModel):
+    head: str
+    relation: str
+    tail: str
+    step: int | None = Field(description="The plan step whose clue queries found the triple; null: none.")
+    on_path: bool = Field(description="On a shortest path from a seed to the answer entity.")
+
+
+class EvidenceGraphOut(BaseModel):
+    svg: str = Field(
+        description='A standalone SVG: `<g class="node" data-entity>` per entity, `<g class="edge" '
+        "data-relation data-head data-tail>` per triple (all text escaped)."
+    )
+    nodes: list[GraphNodeOut]
+    edges: list[GraphEdgeOut]
+    paths: list[list[str]] = Field(description="The highlighted seed-to-answer paths, as entity names.")
+    step_colours: dict[str, str] = Field(
+        description="Plan step (0-based, as a string) → its colour in the SVG."
+    )
+
+
+class DocumentText(BaseModel):
+    index: str = Field(description="The served index the document is in.")
+    doc_id: int
+    title: str
+    text: str = Field(description="The passage as indexed.")
+
+
 class QAResponse(BaseModel):
     request_id: str
     mode: Literal["retrieve", "plan"]
@@ -73,6 +114,9 @@ class QAResponse(BaseModel):
     completion_tokens: int
     timings: dict[str, float] = Field(description="Seconds per stage (queue, pipeline, total, ...).")
     trace: dict[str, Any] | None = Field(default=None, description="Present when return_trace was set.")
+    evidence_graph: EvidenceGraphOut | None = Field(
+        default=None, description="Present when evidence_graph was set."
+    )
 
 
 class ErrorBody(BaseModel):

@@ -346,7 +346,11 @@ class Planner:
 
             evidence, docs = self._evidence([step])
             events.stage(
-                "triples", step=index, triples=triples_payload(evidence), documents=documents_payload(docs)
+                "triples",
+                step=index,
+                clue_queries=[c.query for c in clues],
+                triples=triples_payload(evidence),
+                documents=documents_payload(docs),
             )
         # e. the step's answer
         student = uses_student_prompt(self.client.llm, "answer")

@@ -1,13 +1,16 @@
 """The FastAPI ingress: ``POST /v1/qa``, ``POST /v1/chat/completions``, ``GET /v1/models``,
 ``GET /v1/indexes``, ``POST /v1/indexes/{name}/documents``, ``DELETE /v1/indexes/{name}/documents/{title}``,
-``GET /v1/jobs/{id}``, ``GET /healthz``, ``GET /readyz`` (OpenAPI docs at ``/docs``).
+``GET /v1/indexes/{name}/documents/{title}``, ``GET /v1/jobs/{id}``, ``GET /healthz``, ``GET /readyz``
+(OpenAPI docs at ``/docs``), and the playground page at ``/`` (its assets at ``/static/...``).
 
 Requests pick a served index by name (``"index"`` in the body; chat also ``model: "hoprag:<name>"``);
 each index has its own QA deployment. Document updates are queued with the IndexJobs deployment.
 
 Every request passes :class:`RequestGuard` (pure ASGI middleware, outside FastAPI's routing)
 before any of its body is read: first the bearer token, when auth is on, on every path but the
-open ones (``/healthz``, ``/readyz`` and the OpenAPI docs), compared in constant time; then the
+open ones (``/healthz``, ``/readyz``, the OpenAPI docs, and a GET of the playground page and its
+two assets: the page asks for the token and sends it with its API calls), compared in constant
+time; then the
 body size (``limits.max_body_bytes``): a larger ``Content-Length`` is refused at once, and a
 chunked body is counted as it arrives; the body reaches FastAPI (and its parsing) only once it is
 known to be small enough. The chat route also bounds the number of messages and each message's
@@ -31,7 +34,9 @@ route registration, and Serve's ingress wrapper cannot resolve string annotation
 """
 
 import asyncio
+import functools
 import hmac
+import html
 import logging
 import os
 import re
@@ -43,7 +48,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from ray import serve
 from sse_starlette import EventSourceResponse
 from starlette.datastructures import Headers
@@ -53,6 +58,7 @@ from hoprag import __version__
 from serving.schemas import (
     ChatCompletionRequest,
     ChatCompletionResponse,
+    DocumentText,
     ErrorResponse,
     IndexInfo,
     IndexList,
@@ -176,7 +182,12 @@ def _qa_body(body: QARequest, request_id: str, result: dict[str, Any]) -> dict[s
         timings=result["timings"],
         trace=result if body.return_trace else None,
     )
-    return response.model_dump(mode="json")
+    out = response.model_dump(mode="json")
+    if body.evidence_graph:
+        from serving.evidence_graph import evidence_graph
+
+        out["evidence_graph"] = evidence_graph(result).to_dict()
+    return out
 
 
 def _last_user_text(body: ChatCompletionRequest) -> str:
@@ -218,6 +229,44 @@ OPEN_PATHS = frozenset(
     )
     if path
 )
+# The playground (a GET of exactly these paths) is open too: the page holds no data and asks for the token.
+PAGE_FILES = {
+    "/": "index.html",
+    "/static/playground.js": "playground.js",
+    "/static/playground.css": "playground.css",
+}
+_PAGE_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
+# The page loads only its own assets and talks only to this app; no inline script or style.
+_PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+def _open_path(scope: Scope) -> bool:
+    """Whether the request needs no token: a probe or the docs, or a GET of the playground."""
+    path = _route_path(scope)
+    return path in OPEN_PATHS or (scope.get("method") in ("GET", "HEAD") and path in PAGE_FILES)
+
+
+@functools.cache
+def _page_file(name: str) -> str:
+    """A file of the playground (``serving/static``, shipped as package data), read once."""
+    from importlib.resources import files
+
+    return files("serving").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def _page_response(path: str, root_path: str) -> Response:
+    name = PAGE_FILES[path]
+    text = _page_file(name)
+    if name == "index.html":  # its relative URLs resolve under the app's route prefix
+        text = text.replace("__ROOT__", html.escape(root_path.rstrip("/"), quote=True))
+    media = _PAGE_TYPES[name[name.rfind(".") :]] + "; charset=utf-8"
+    return Response(text, media_type=media, headers=_PAGE_HEADERS)
 
 
 @dataclass(frozen=True)
@@ -281,7 +330,7 @@ class RequestGuard:
         request = Request(scope)
         if (
             policy.token is not None
-            and _route_path(scope) not in OPEN_PATHS
+            and not _open_path(scope)
             and not bearer_token_ok(request.headers, policy.token)
         ):
             response = _error(
@@ -512,6 +561,16 @@ class QAIngress:
         return EventSourceResponse(sse_events(), headers={"Cache-Control": "no-cache"})
 
     # -- routes ------------------------------------------------------------------------------
+    @api.get("/", include_in_schema=False)
+    async def playground(self, request: Request) -> Response:
+        return _page_response("/", str(request.scope.get("root_path", "")))
+
+    @api.get("/static/{name}", include_in_schema=False)
+    async def playground_asset(self, name: str) -> Response:
+        if f"/static/{name}" not in PAGE_FILES:
+            raise APIError(404, f"no asset {name!r}")
+        return _page_response(f"/static/{name}", "")
+
     @api.get("/healthz", summary="Liveness: the ingress answers")
     async def healthz(self) -> dict[str, str]:
         return {"status": "ok"}
@@ -695,6 +754,22 @@ class QAIngress:
         job = await self._jobs_call("submit_add", name, [d.model_dump() for d in documents])
         logger.info("job %s: add %d documents to %s", job["job_id"], len(documents), name)
         return self._job_response(job, 202)
+
+    @api.get(
+        "/v1/indexes/{name}/documents/{title:path}",
+        response_model=DocumentText,
+        summary="A document's text (URL-encode the title), from the snapshot being served",
+        responses={code: {"model": ErrorResponse} for code in (401, 404, 503)},
+    )
+    async def document(self, name: str, title: str, request: Request) -> JSONResponse:
+        qa = self._qa(name)
+        try:
+            found = await asyncio.wait_for(qa.document.remote(title), timeout=self._timeout_s)
+        except Exception as exc:
+            raise self._failure(exc, _request_id(request), "document") from exc
+        if found is None:
+            raise APIError(404, f"the index has no document titled {title!r}")
+        return JSONResponse(DocumentText.model_validate({**found, "index": name}).model_dump(mode="json"))
 
     @api.delete(
         "/v1/indexes/{name}/documents/{title:path}",

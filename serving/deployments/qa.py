@@ -49,6 +49,7 @@ class QADeployment:
         self._ready = threading.Event()
         self._load_error: BaseException | None = None
         self._systems: dict[str, Any] = {}
+        self._index: Any = None  # the KGIndex of the snapshot being served
         self._snapshot = ""
         self._index_stats: dict[str, int] = {}
         self._remote: tuple[Any, Any] | None = None  # RemoteLLM, RemoteRetriever
@@ -116,7 +117,8 @@ class QADeployment:
             "entities": index.num_entities,
             "triples": index.num_triples,
         }
-        self._systems, self._snapshot = systems, index.snapshot_id  # one swap: requests see old or new
+        # One swap: requests see the old systems, index and snapshot or the new ones.
+        self._systems, self._index, self._snapshot = systems, index, index.snapshot_id
 
     def ready(self) -> bool:
         return self._ready.is_set() and self._load_error is None
@@ -158,6 +160,23 @@ class QADeployment:
     def snapshot(self) -> str:
         """The snapshot this replica answers from ('' while loading)."""
         return self._snapshot
+
+    def document(self, title: str) -> dict[str, Any] | None:
+        """The document titled ``title`` in the served snapshot (``doc_id``, ``title``, ``text``), or
+        None; raises NotReadyError while loading."""
+        if not self.ready() or self._index is None:
+            raise NotReadyError("the index and models are still loading")
+        import pyarrow.compute as pc
+
+        table = self._index.documents
+        rows = table.filter(pc.equal(table.column("title"), title)).slice(0, 1).to_pylist()
+        if not rows:
+            return None
+        return {
+            "doc_id": int(rows[0]["doc_id"]),
+            "title": str(rows[0]["title"]),
+            "text": str(rows[0]["text"]),
+        }
 
     def answer(self, question: str, mode: str, top_k: int) -> dict[str, Any]:
         """The answer as ``Answer.to_dict()``; raises NotReadyError while loading."""

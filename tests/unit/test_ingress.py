@@ -118,6 +118,13 @@ class FakeQA:
             )
         )
         self.answer_stream = SimpleNamespace(remote=self._answer_stream)
+        self.document = SimpleNamespace(
+            remote=lambda title: _Reply(
+                {"doc_id": 1, "title": title, "text": "Directed by Carl Boese."}
+                if title == "My Cousin From Warsaw"
+                else None
+            )
+        )
         self.stream_items: list[Any] = _stream_items()
         self.streams: list[_Events] = []
 
@@ -753,3 +760,71 @@ def test_the_openai_client_reads_the_streamed_chat_completion(make_client: Make)
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
     assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 12
     assert all(c.object == "chat.completion.chunk" for c in chunks)
+
+
+# -- 6. the playground ----------------------------------------------------------------------------
+def test_the_playground_and_its_assets_are_open_to_a_get_only(make_client: Make) -> None:
+    client, _ = make_client()
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert '<base href="/">' in page.text and 'src="static/playground.js"' in page.text
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    js = client.get("/static/playground.js")
+    assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
+    assert "innerHTML" not in js.text  # data goes into the DOM as text only
+    assert client.get("/static/playground.css").headers["content-type"].startswith("text/css")
+    # Only a GET of those exact paths is open; anything else under /static needs the token first.
+    _error(client.post("/", json={}), 401, "unauthorized")
+    _error(client.get("/static/secrets.txt"), 401, "unauthorized")
+    _error(client.get("/static/../v1/models"), 401, "unauthorized")
+    _error(client.get("/static/other.js", headers=_auth()), 404, "not_found")
+    # Under an app's route prefix the page's relative URLs resolve under the prefix.
+    prefixed, _ = make_client(root_path="/open")
+    assert '<base href="/open/">' in prefixed.get("/open/").text
+
+
+def test_a_document_text_by_title(make_client: Make) -> None:
+    client, _ = make_client()
+    path = "/v1/indexes/default/documents/My%20Cousin%20From%20Warsaw"
+    _error(client.get(path), 401, "unauthorized")
+    assert client.get(path, headers=_auth()).json() == {
+        "index": "default",
+        "doc_id": 1,
+        "title": "My Cousin From Warsaw",
+        "text": "Directed by Carl Boese.",
+    }
+    _error(client.get("/v1/indexes/default/documents/Nope", headers=_auth()), 404, "not_found")
+    _error(client.get("/v1/indexes/music/documents/x", headers=_auth()), 404, "not_found")
+
+
+def test_the_evidence_graph_comes_with_the_answer_when_asked(make_client: Make) -> None:
+    qa = FakeQA()
+    triples = [
+        {
+            "head": "My Cousin From Warsaw",
+            "relation": "directed by",
+            "tail": "Carl Boese",
+            "score": 0.9,
+            "source": "glm",
+            "triple_id": 3,
+        }
+    ]
+    answer = {
+        **ANSWER,
+        "triples": triples,
+        "steps": [
+            {"index": 0, "seed_sources": {"My Cousin From Warsaw": "x"}, "clues": [{"triples": triples}]}
+        ],
+    }
+    qa.stream_items = _stream_items(answer)
+    client, _ = make_client(qa=qa)
+    plain = client.post("/v1/qa", json={"question": "Who?"}, headers=_auth()).json()
+    assert plain["evidence_graph"] is None
+    with client.stream(
+        "POST", "/v1/qa", json={"question": "Who?", "stream": True, "evidence_graph": True}, headers=_auth()
+    ) as r:
+        events = [json.loads(line[5:]) for line in r.iter_lines() if line.startswith("data:")]
+    graph = events[-1]["evidence_graph"]
+    assert [n["entity"] for n in graph["nodes"]] == ["My Cousin From Warsaw", "Carl Boese"]
+    assert graph["paths"] == [["My Cousin From Warsaw", "Carl Boese"]] and graph["edges"][0]["on_path"]
+    assert graph["svg"].count("data-entity=") == 2 and 'data-relation="directed by"' in graph["svg"]

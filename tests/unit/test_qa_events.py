@@ -67,6 +67,7 @@ def test_a_streamed_plan_answer_equals_the_plain_one(film_kg, config: PlannerCon
     assert triples["triples"] and {"head", "relation", "tail", "score", "source"} == set(
         triples["triples"][0]
     )
+    assert triples["clue_queries"] == [c.query for c in plain.steps[0].clues]  # the playground lists them
 
 
 def test_a_streamed_retrieve_answer_equals_the_plain_one(film_kg, embedder) -> None:

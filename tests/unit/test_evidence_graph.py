@@ -1,0 +1,104 @@
+"""The evidence graph: which entities are seeds, answers, on the seed → answer path, their step
+colours, and an SVG whose nodes and edges can be counted and whose text is escaped."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from serving.evidence_graph import NO_STEP_COLOUR, STEP_COLOURS, evidence_graph
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _t(head: str, relation: str, tail: str, score: float = 0.5) -> dict[str, Any]:
+    return {"head": head, "relation": relation, "tail": tail, "score": score, "source": "glm", "triple_id": 0}
+
+
+def _answer() -> dict[str, Any]:
+    step0 = [_t("My Cousin From Warsaw", "directed by", "Carl Boese", 0.9)]
+    step1 = [_t("Carl Boese", "born in", "Berlin", 0.7)]
+    other = [
+        _t("My Cousin From Warsaw", "released in", "1931", 0.2),
+        _t("Berlin", "capital of", "Germany", 0.1),
+    ]
+    return {
+        "answer": "Carl Boese",
+        "not_enough_info": False,
+        "triples": step0 + step1 + other,
+        "steps": [
+            {
+                "index": 0,
+                "seed_sources": {"My Cousin From Warsaw": "llm_exact"},
+                "clues": [{"triples": step0}],
+            },
+            {"index": 1, "seed_sources": {}, "clues": [{"triples": step1}]},
+        ],
+    }
+
+
+def _groups(svg: str, kind: str) -> list[ET.Element]:
+    root = ET.fromstring(svg)  # well-formed XML, or this raises
+    return [g for g in root.iter(f"{SVG}g") if kind in (g.get("class") or "").split()]
+
+
+def test_seeds_answer_path_and_steps() -> None:
+    graph = evidence_graph(_answer())
+    nodes = {n.entity: n for n in graph.nodes}
+    assert set(nodes) == {"My Cousin From Warsaw", "Carl Boese", "Berlin", "1931", "Germany"}
+    assert [n for n in nodes if nodes[n].seed] == ["My Cousin From Warsaw"]
+    assert [n for n in nodes if nodes[n].answer] == ["Carl Boese"]
+    assert graph.paths == [["My Cousin From Warsaw", "Carl Boese"]]
+    on_path = {(e.head, e.relation, e.tail) for e in graph.edges if e.on_path}
+    assert on_path == {("My Cousin From Warsaw", "directed by", "Carl Boese")}
+    steps = {(e.relation): e.step for e in graph.edges}
+    assert steps == {"directed by": 0, "born in": 1, "released in": None, "capital of": None}
+    assert nodes["Berlin"].step == 1 and nodes["Germany"].step is None
+    assert graph.to_dict()["step_colours"] == {"0": STEP_COLOURS[0], "1": STEP_COLOURS[1]}
+
+
+def test_the_svg_has_one_group_per_node_and_edge_coloured_by_step() -> None:
+    graph = evidence_graph(_answer())
+    nodes = _groups(graph.svg, "node")
+    edges = _groups(graph.svg, "edge")
+    assert sorted(g.get("data-entity") or "" for g in nodes) == sorted(n.entity for n in graph.nodes)
+    assert sorted(g.get("data-relation") or "" for g in edges) == sorted(e.relation for e in graph.edges)
+    fill = {g.get("data-entity"): g.findall(f"{SVG}circle")[-1].get("fill") for g in nodes}
+    assert fill["Berlin"] == STEP_COLOURS[1] and fill["Germany"] == NO_STEP_COLOUR
+    answer = next(g for g in nodes if g.get("data-entity") == "Carl Boese")
+    assert {"answer", "on-path"} <= set((answer.get("class") or "").split())
+
+
+def test_text_is_escaped() -> None:
+    evil = '<script>alert("x")</script> & co'
+    graph = evidence_graph({"answer": "?", "triples": [_t(evil, 'rel"<b>', "Fine")], "steps": []})
+    assert "<script>" not in graph.svg and "<b>" not in graph.svg
+    nodes = _groups(graph.svg, "node")
+    assert evil in {g.get("data-entity") for g in nodes}  # round-trips through the escaping
+
+
+def test_fifty_triples_fit_a_canvas_that_grows_with_them_and_nodes_keep_apart() -> None:
+    rng = random.Random(3)
+    names = [f"Entity {i}" for i in range(45)]
+    triples = [_t(rng.choice(names), f"rel {i % 7}", rng.choice(names), rng.random()) for i in range(80)]
+    graph = evidence_graph({"answer": "Entity 3", "triples": triples, "steps": []})
+    assert len(graph.edges) <= 50  # the 50 best
+    assert min(e.score for e in graph.edges) >= sorted((t["score"] for t in triples), reverse=True)[49]
+    small = evidence_graph(_answer())
+    assert graph.width > small.width and graph.height > small.height
+    for n in graph.nodes:
+        assert 0 < n.x < graph.width and 0 < n.y < graph.height
+    closest = min(math.hypot(a.x - b.x, a.y - b.y) for a, b in itertools.combinations(graph.nodes, 2))
+    assert closest > 8  # no two nodes drawn on top of each other
+    again = evidence_graph({"answer": "Entity 3", "triples": triples, "steps": []})
+    assert again.svg == graph.svg  # a fixed seed: the same answer, the same picture
+
+
+def test_no_answer_entity_when_not_enough_info_and_an_empty_graph_is_still_svg() -> None:
+    graph = evidence_graph({**_answer(), "answer": "NotEnoughInfo", "not_enough_info": True})
+    assert not any(n.answer for n in graph.nodes) and graph.paths == []
+    empty = evidence_graph({"answer": "x", "triples": [], "steps": []})
+    assert empty.nodes == [] and ET.fromstring(empty.svg).tag == f"{SVG}svg"
