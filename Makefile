@@ -1,6 +1,7 @@
 # Self-bootstrapping entry points: the only prerequisite is Python >= 3.11.
 #   make demo   – index the packaged sample corpus with the embedded models (no GPU/network/key)
 #   make test   – lint + the whole test suite (what CI runs)
+#   make playground-screenshots – docs/img/playground-*.png from the playground's browser test
 PYTHON ?= python3
 VENV ?= .venv
 # The CPU build of torch; set TORCH_SPEC='torch' (or a CUDA wheel) on GPU machines.
@@ -8,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.hoprag-installed
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint install clean playground-screenshots
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "hoprag needs Python >= 3.11 (found %s); set PYTHON=python3.11" % sys.version.split()[0])'
@@ -29,6 +30,10 @@ lint: $(STAMP)
 
 test: lint
 	$(BIN)/python -m pytest -q -rs
+
+# docs/img/playground-{desktop,phone}.png: the playground answering a plan question in headless Chromium.
+playground-screenshots: $(STAMP)
+	HOPRAG_PLAYGROUND_SCREENSHOTS=docs/img $(BIN)/python -m pytest tests/integration/test_serving.py -q -rs -s -k playground
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

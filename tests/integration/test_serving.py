@@ -618,3 +618,51 @@ def test_rolling_a_new_retriever_into_a_running_app_drops_no_request(served) -> 
         assert len(after) == 2 and not after & before  # both Retriever replicas are new ones
     finally:
         serve.delete("roll")
+
+
+# -- the playground in a real browser -------------------------------------------------------------
+DEMO_QUESTION = "Who directed My Cousin From Warsaw?"
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    from tests.support.browser import ensure_chromium
+
+    path, why = ensure_chromium()
+    if path is None:
+        pytest.skip(f"no browser for the playground test: {why}")
+    return path
+
+
+def test_the_playground_answers_a_shared_link_in_headless_chromium(served, chromium, tmp_path) -> None:
+    """``/?q=...&mode=plan`` fills the form and runs the question: the answer, the plan's steps and
+    the evidence graph's nodes and edges end up in the DOM. Screenshots (desktop and phone width) go
+    to ``$HOPRAG_PLAYGROUND_SCREENSHOTS`` (e.g. docs/img), else to the test's temporary folder."""
+    import re
+    from os import environ
+    from urllib.parse import urlencode
+
+    from tests.support.browser import dump_dom, screenshot
+
+    url = f"{served.open_base}/?{urlencode({'q': DEMO_QUESTION, 'mode': 'plan'})}"
+    dom = dump_dom(chromium, url, timeout_s=90)
+    answer = re.search(r'<p id="answer" class="answer">([^<]*)</p>', dom)
+    assert answer and answer.group(1) == "Carl Boese", dom[-3000:]
+    assert len(re.findall(r'<li class="step" data-step="\d+">', dom)) >= 1
+    assert "Who is the director of My Cousin From Warsaw?" in dom  # the scripted plan's step
+    assert "Seeds: " in dom and "Step answer: " in dom
+    nodes = re.findall(r'<g class="node[^"]*" data-entity="([^"]*)"', dom)
+    edges = re.findall(r'<g class="edge[^"]*" data-relation="([^"]*)"', dom)
+    assert "Carl Boese" in nodes and len(nodes) >= 2 and len(edges) >= 1, (nodes, edges)
+    assert re.search(r'<g class="node[^"]*\banswer\b[^"]*" data-entity="Carl Boese"', dom)
+    assert 'id="error"' in dom and re.search(r'<p id="error" role="alert" hidden', dom)  # no error shown
+    # The app with auth on: without a token the page says so in words.
+    locked = dump_dom(
+        chromium, f"{served.base}/?{urlencode({'q': DEMO_QUESTION, 'mode': 'plan'})}", timeout_s=30
+    )
+    assert re.search(r'<p id="error" role="alert">Not authorised \(401\)', locked), locked[-2000:]
+    out = Path(environ.get("HOPRAG_PLAYGROUND_SCREENSHOTS") or tmp_path)
+    for name, window in (("desktop", (1280, 2300)), ("phone", (390, 3400))):
+        shot = screenshot(chromium, url, out / f"playground-{name}.png", window, timeout_s=90)
+        assert shot.stat().st_size > 10_000
+        print(f"screenshot: {shot}")
