@@ -10,10 +10,9 @@ Every request passes :class:`RequestGuard` (pure ASGI middleware, outside FastAP
 before any of its body is read: first the bearer token, when auth is on, on every path but the
 open ones (``/healthz``, ``/readyz``, the OpenAPI docs, and a GET of the playground page and its
 two assets: the page asks for the token and sends it with its API calls), compared in constant
-time; then the
-body size (``limits.max_body_bytes``): a larger ``Content-Length`` is refused at once, and a
-chunked body is counted as it arrives; the body reaches FastAPI (and its parsing) only once it is
-known to be small enough. The chat route also bounds the number of messages and each message's
+time; then the body size (``limits.max_body_bytes``): a larger ``Content-Length`` is refused at
+once, and a chunked body is counted as it arrives; the body reaches FastAPI (and its parsing) only
+once it is known to be small enough. The chat route also bounds the number of messages and each message's
 length (``limits``).
 
 Errors are JSON ``{"error": {"type", "message", "request_id"}}``: 400 malformed JSON or a
@@ -249,7 +248,7 @@ _PAGE_HEADERS = {
 def _open_path(scope: Scope) -> bool:
     """Whether the request needs no token: a probe or the docs, or a GET of the playground."""
     path = _route_path(scope)
-    return path in OPEN_PATHS or (scope.get("method") in ("GET", "HEAD") and path in PAGE_FILES)
+    return path in OPEN_PATHS or (scope.get("method") == "GET" and path in PAGE_FILES)
 
 
 @functools.cache
