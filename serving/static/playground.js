@@ -80,6 +80,11 @@
     box.hidden = !text;
   }
 
+  // body[data-state]: idle, running, done or error (for people's styles and for the browser test).
+  function state(value) {
+    document.body.dataset.state = value;
+  }
+
   function status(text) {
     $("status").textContent = text;
   }
@@ -280,6 +285,7 @@
     if (index) url.searchParams.set("index", index);
     history.replaceState(null, "", url); // the shareable link runs this question on load
     status("Sending…");
+    state("running");
     $("run").disabled = true;
     const body = { question, mode, stream: true, top_k: 5, evidence_graph: true };
     if (index) body.index = index;
@@ -307,10 +313,12 @@
       });
       if (!answered && $("error").hidden) showError("The answer stream ended early; try again.");
       if (!answered) status("");
+      state(answered && $("error").hidden ? "done" : "error");
     } catch (err) {
       if (err.name === "AbortError") return;
       status("");
       showError(describe(err));
+      state("error");
     } finally {
       $("run").disabled = false;
     }
@@ -334,6 +342,7 @@
   }
 
   async function start() {
+    state("idle");
     const token = $("token");
     token.value = sessionStorage.getItem(TOKEN_KEY) || "";
     token.addEventListener("change", () => {

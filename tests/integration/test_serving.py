@@ -636,33 +636,42 @@ def chromium() -> str:
 
 def test_the_playground_answers_a_shared_link_in_headless_chromium(served, chromium, tmp_path) -> None:
     """``/?q=...&mode=plan`` fills the form and runs the question: the answer, the plan's steps and
-    the evidence graph's nodes and edges end up in the DOM. Screenshots (desktop and phone width) go
-    to ``$HOPRAG_PLAYGROUND_SCREENSHOTS`` (e.g. docs/img), else to the test's temporary folder."""
+    the evidence graph's nodes and edges end up in the DOM. Full-page screenshots (desktop and phone
+    width) go to ``$HOPRAG_PLAYGROUND_SCREENSHOTS`` (e.g. docs/img), else to the test's temporary
+    folder."""
     import re
     from os import environ
     from urllib.parse import urlencode
 
-    from tests.support.browser import dump_dom, screenshot
+    from tests.support.browser import Browser
 
-    url = f"{served.open_base}/?{urlencode({'q': DEMO_QUESTION, 'mode': 'plan'})}"
-    dom = dump_dom(chromium, url, timeout_s=90)
-    answer = re.search(r'<p id="answer" class="answer">([^<]*)</p>', dom)
-    assert answer and answer.group(1) == "Carl Boese", dom[-3000:]
-    assert len(re.findall(r'<li class="step" data-step="\d+">', dom)) >= 1
-    assert "Who is the director of My Cousin From Warsaw?" in dom  # the scripted plan's step
-    assert "Seeds: " in dom and "Step answer: " in dom
-    nodes = re.findall(r'<g class="node[^"]*" data-entity="([^"]*)"', dom)
-    edges = re.findall(r'<g class="edge[^"]*" data-relation="([^"]*)"', dom)
-    assert "Carl Boese" in nodes and len(nodes) >= 2 and len(edges) >= 1, (nodes, edges)
-    assert re.search(r'<g class="node[^"]*\banswer\b[^"]*" data-entity="Carl Boese"', dom)
-    assert 'id="error"' in dom and re.search(r'<p id="error" role="alert" hidden', dom)  # no error shown
-    # The app with auth on: without a token the page says so in words.
-    locked = dump_dom(
-        chromium, f"{served.base}/?{urlencode({'q': DEMO_QUESTION, 'mode': 'plan'})}", timeout_s=30
-    )
-    assert re.search(r'<p id="error" role="alert">Not authorised \(401\)', locked), locked[-2000:]
+    query = urlencode({"q": DEMO_QUESTION, "mode": "plan"})
     out = Path(environ.get("HOPRAG_PLAYGROUND_SCREENSHOTS") or tmp_path)
-    for name, window in (("desktop", (1280, 2300)), ("phone", (390, 3400))):
-        shot = screenshot(chromium, url, out / f"playground-{name}.png", window, timeout_s=90)
-        assert shot.stat().st_size > 10_000
-        print(f"screenshot: {shot}")
+    finished = "['done', 'error'].includes(document.body.dataset.state) && document.body.dataset.state"
+    with Browser(chromium) as browser:
+        for name, (width, height, mobile) in {
+            "desktop": (1280, 900, False),
+            "phone": (390, 844, True),
+        }.items():
+            browser.open(f"{served.open_base}/?{query}", width, height, mobile)
+            state = browser.wait_for(finished, timeout_s=90)
+            dom = browser.dom()
+            assert state == "done", dom[-3000:]
+            assert browser.evaluate("document.getElementById('answer').textContent") == "Carl Boese"
+            assert browser.evaluate("document.getElementById('question').value") == DEMO_QUESTION
+            assert browser.evaluate("document.querySelector('input[name=mode]:checked').value") == "plan"
+            assert len(re.findall(r'<li class="step" data-step="\d+">', dom)) >= 1
+            assert "Who is the director of My Cousin From Warsaw?" in dom  # the scripted plan's step
+            assert "Seeds: " in dom and "Step answer: " in dom
+            nodes = re.findall(r'<g class="node[^"]*" data-entity="([^"]*)"', dom)
+            edges = re.findall(r'<g class="edge[^"]*" data-relation="([^"]*)"', dom)
+            assert "Carl Boese" in nodes and len(nodes) >= 2 and len(edges) >= 1, (nodes, edges)
+            assert re.search(r'<g class="node[^"]*\banswer\b[^"]*" data-entity="Carl Boese"', dom)
+            shot = browser.screenshot(out / f"playground-{name}.png")
+            assert shot.stat().st_size > 10_000
+            print(f"screenshot: {shot} ({len(nodes)} nodes, {len(edges)} edges)")
+        # The app with auth on: without a token the page says so in words.
+        browser.open(f"{served.base}/?{query}", 1280, 900)
+        assert browser.wait_for(finished, timeout_s=30) == "error"
+        error = browser.evaluate("document.getElementById('error').textContent")
+        assert error.startswith("Not authorised (401)"), error

@@ -1,18 +1,24 @@
-"""Headless Chromium driven through its command line (no driver library): load a page, let it run,
-then dump its DOM or take a screenshot.
+"""Headless Chromium driven over the DevTools protocol on ``--remote-debugging-pipe`` (JSON messages
+ending in a NUL byte on file descriptors 3 and 4): no driver library, no port.
 
-``--virtual-time-budget`` lets the page's timers run ahead, but virtual time stands still while a
-fetch is pending, so a page reading a streamed answer is dumped once the stream has ended (or when
-``timeout_s`` of real time is up).
+The command line's ``--dump-dom`` / ``--screenshot`` are not enough for a page that reads a streamed
+answer: they fire when the virtual-time budget is spent, which does not wait for a response body
+still streaming. Over the protocol the test waits for a condition the page sets, then reads the
+DOM and takes full-page screenshots (``captureBeyondViewport``).
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
+from types import TracebackType
+from typing import Any
 
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -46,37 +52,124 @@ def ensure_chromium() -> tuple[str | None, str]:
     return (found, "") if found else (None, "`apt-get install chromium` gave no chromium on PATH")
 
 
-def _run(chromium: str, args: list[str], url: str, window: tuple[int, int], timeout_s: float) -> str:
-    with tempfile.TemporaryDirectory(prefix="hoprag-chromium-") as profile:
-        cmd = [
-            chromium,
-            "--headless",
-            "--no-sandbox",  # as root (CI) Chromium refuses to start with its sandbox
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            "--hide-scrollbars",
-            f"--user-data-dir={profile}",
-            f"--window-size={window[0]},{window[1]}",
-            f"--virtual-time-budget={int(timeout_s * 1000)}",
-            *args,
-            url,
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s + 60)
-        if done.returncode != 0:
-            raise RuntimeError(f"chromium failed ({done.returncode}): {done.stderr[-2000:]}")
-        return done.stdout
+class Browser:
+    """One headless Chromium and one page in it: ``with Browser(path) as b: b.open(url, ...)``."""
 
+    def __init__(self, chromium: str) -> None:
+        self.chromium = chromium
+        self._next_id = 0
+        self._buffer = b""
+        self._session = ""
 
-def dump_dom(chromium: str, url: str, window: tuple[int, int] = (1280, 900), timeout_s: float = 60) -> str:
-    """The page's DOM (serialised HTML) once it has settled."""
-    return _run(chromium, ["--dump-dom"], url, window, timeout_s)
+    def __enter__(self) -> Browser:
+        self._profile = tempfile.TemporaryDirectory(prefix="hoprag-chromium-")
+        to_chrome_r, self._to_chrome = os.pipe()
+        self._from_chrome, from_chrome_w = os.pipe()
 
+        def fds() -> None:  # in the child: the protocol's fixed descriptors 3 (in) and 4 (out)
+            os.dup2(to_chrome_r, 3)
+            os.dup2(from_chrome_w, 4)
 
-def screenshot(chromium: str, url: str, path: Path, window: tuple[int, int], timeout_s: float = 60) -> Path:
-    """A PNG of the page at ``window`` (width, height: make it tall enough for the whole page)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _run(chromium, [f"--screenshot={path.resolve()}"], url, window, timeout_s)
-    if not path.exists():
-        raise RuntimeError(f"chromium wrote no screenshot at {path}")
-    return path
+        self._process = subprocess.Popen(
+            [
+                self.chromium,
+                "--headless",
+                "--no-sandbox",  # as root (CI) Chromium refuses to start with its sandbox
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--hide-scrollbars",
+                "--remote-debugging-pipe",
+                f"--user-data-dir={self._profile.name}",
+                "about:blank",
+            ],
+            preexec_fn=fds,  # only dup2 before exec
+            close_fds=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(to_chrome_r)
+        os.close(from_chrome_w)
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        self._session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        self.call("Page.enable")
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            self._session = ""
+            self.call("Browser.close", timeout_s=10)
+        except Exception:  # already gone: it is killed below either way
+            pass
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        os.close(self._to_chrome)
+        os.close(self._from_chrome)
+        self._profile.cleanup()
+
+    def call(self, method: str, timeout_s: float = 60, **params: Any) -> dict[str, Any]:
+        """Send one protocol command (to the page once attached) and wait for its result."""
+        self._next_id += 1
+        message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params}
+        if self._session:
+            message["sessionId"] = self._session
+        os.write(self._to_chrome, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            while b"\0" not in self._buffer:
+                chunk = os.read(self._from_chrome, 1 << 20)
+                if not chunk:
+                    raise RuntimeError(f"chromium closed the pipe during {method}")
+                self._buffer += chunk
+            raw, _, self._buffer = self._buffer.partition(b"\0")
+            reply = json.loads(raw)
+            if reply.get("id") == self._next_id:  # anything else is an event: not needed here
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                result: dict[str, Any] = reply.get("result", {})
+                return result
+        raise TimeoutError(f"{method}: no reply within {timeout_s} s")
+
+    def evaluate(self, expression: str) -> Any:
+        """The value of a JavaScript expression in the page."""
+        reply = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        return reply.get("result", {}).get("value")
+
+    def open(self, url: str, width: int, height: int, mobile: bool = False) -> None:
+        """Load ``url`` in a viewport of ``width`` x ``height`` CSS pixels (``mobile``: a phone's)."""
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=mobile,
+        )
+        self.call("Page.navigate", url=url)
+
+    def wait_for(self, expression: str, timeout_s: float = 90) -> Any:
+        """Poll ``expression`` until it is truthy; its value (TimeoutError past ``timeout_s``)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            value = self.evaluate(expression)
+            if value:
+                return value
+            time.sleep(0.2)
+        raise TimeoutError(f"{expression!r} still false after {timeout_s} s")
+
+    def dom(self) -> str:
+        """The page's DOM, serialised."""
+        return str(self.evaluate("document.documentElement.outerHTML"))
+
+    def screenshot(self, path: Path) -> Path:
+        """A PNG of the whole page (beyond the viewport), at ``path``."""
+        size = self.call("Page.getLayoutMetrics")["cssContentSize"]
+        clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
+        shot = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True, clip=clip)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(shot["data"]))
+        return path
