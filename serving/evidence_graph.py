@@ -7,9 +7,10 @@ highest-scored triples drawn larger, the answer entity marked, and the shortest 
 each seed to the answer entity highlighted. Nodes and edges are coloured by the plan step whose
 clue queries found them (grey: found by no step, e.g. retrieve mode's single retrieval).
 
-The layout is networkx's spring layout with a fixed seed (the same answer always gives the same
-picture) on a canvas that grows with the square root of the node count, so 50 triples stay
-readable. The SVG's elements carry what a test or a script needs: ``<g class="node"
+The layout is networkx's Kamada-Kawai layout of each connected component (deterministic: the same
+answer always gives the same picture), the components packed in rows on a canvas that grows with
+the square root of the node count, so 50 triples stay readable and a lone seed does not squeeze
+the rest into a corner. The SVG's elements carry what a test or a script needs: ``<g class="node"
 data-entity=...>`` and ``<g class="edge" data-relation=... data-head=... data-tail=...>``.
 Pure: no I/O, no state.
 """
@@ -142,9 +143,11 @@ def build_graph(answer: Mapping[str, Any], max_triples: int = 50, top_entities: 
             n.score = max(n.score, edge.score)
             if step is not None and (n.step is None or step < n.step):
                 n.step = step
+    # A seed is named as its linker found it (maybe in other case): it marks the KG entity of that name.
+    by_norm = {_norm(name): name for name in nodes}
     for step in steps:  # seeds, coloured by the step that linked them, drawn even when no triple has them
         for name in step.get("seed_sources", {}) or {}:
-            n = node(str(name))
+            n = node(by_norm.get(_norm(str(name)), str(name)))
             n.seed = True
             n.step = int(step.get("index", 0)) if n.step is None else min(n.step, int(step.get("index", 0)))
     text = str(answer.get("answer", ""))
@@ -175,37 +178,57 @@ def build_graph(answer: Mapping[str, Any], max_triples: int = 50, top_entities: 
     return graph
 
 
-def layout(graph: EvidenceGraph, seed: int = 7) -> EvidenceGraph:
-    """Positions for ``graph``'s nodes: a spring layout (fixed seed) scaled to a canvas that grows
-    with the square root of the node count (about 110 px per node along each side)."""
+def _component_layout(g: Any) -> dict[str, tuple[float, float]]:
+    """One connected component laid out in about [-1, 1]² (Kamada-Kawai: graph distances kept as
+    drawing distances, deterministic)."""
     import networkx as nx
 
-    n = len(graph.nodes)
-    side = int(max(420, 150 * math.sqrt(max(n, 1))))
-    graph.width, graph.height = int(side * 1.3), side
-    if n == 0:
+    names = list(g.nodes)
+    if len(names) == 1:
+        return {names[0]: (0.0, 0.0)}
+    if len(names) == 2:
+        return {names[0]: (-1.0, 0.0), names[1]: (1.0, 0.0)}
+    pos = nx.kamada_kawai_layout(g)
+    return {name: (float(p[0]), float(p[1])) for name, p in pos.items()}
+
+
+def layout(graph: EvidenceGraph, px_per_node: float = 95.0) -> EvidenceGraph:
+    """Positions for ``graph``'s nodes: each connected component laid out on its own, in a square
+    whose side grows with the square root of its node count, the squares packed in rows (largest
+    first), then scaled to a canvas of about ``px_per_node`` pixels per node along each side."""
+    import networkx as nx
+
+    graph.width, graph.height = 420, 320
+    if not graph.nodes:
         return graph
     g = nx.Graph()
     g.add_nodes_from(x.entity for x in graph.nodes)
     g.add_edges_from((e.head, e.tail) for e in graph.edges)
-    # k above networkx's 1/sqrt(n) default spreads the clusters a little more (labels need room).
-    pos = nx.spring_layout(g, seed=seed, k=1.6 / math.sqrt(n), iterations=300) if n > 1 else {}
-    xs = [float(p[0]) for p in pos.values()] or [0.0]
-    ys = [float(p[1]) for p in pos.values()] or [0.0]
-    margin = 70.0
-    span_x, span_y = (max(xs) - min(xs)) or 1.0, (max(ys) - min(ys)) or 1.0
+    components = sorted(
+        (sorted(c) for c in nx.connected_components(g)), key=lambda c: (-len(c), c[0])
+    )  # largest first, then by name: the same answer always gives the same picture
+    sides = [math.sqrt(len(c)) for c in components]
+    row_limit = max(max(sides), math.sqrt(sum(x * x for x in sides)) * 1.25)
+    placed: dict[str, tuple[float, float]] = {}
+    x = y = row_height = width = 0.0
+    for component, side in zip(components, sides, strict=True):
+        if x > 0 and x + side > row_limit + 1e-9:  # next row
+            x, y, row_height = 0.0, y + row_height, 0.0
+        pos = _component_layout(g.subgraph(component))
+        for name, (px, py) in pos.items():  # [-1, 1] → the component's square, 15% inset
+            placed[name] = (x + side * (0.5 + 0.35 * px), y + side * (0.5 + 0.35 * py))
+        x += side
+        row_height = max(row_height, side)
+        width = max(width, x)
+    height = y + row_height
+    margin_x, margin_y = 110.0, 50.0  # room for labels at the edges
+    graph.width = int(max(420, width * px_per_node + 2 * margin_x))
+    graph.height = int(max(320, height * px_per_node + 2 * margin_y))
+    scale = min((graph.width - 2 * margin_x) / width, (graph.height - 2 * margin_y) / height)
     for node in graph.nodes:
-        px, py = pos.get(node.entity, (0.0, 0.0))
-        node.x = (
-            graph.width / 2
-            if n == 1
-            else margin + (float(px) - min(xs)) / span_x * (graph.width - 2 * margin)
-        )
-        node.y = (
-            graph.height / 2
-            if n == 1
-            else margin + (float(py) - min(ys)) / span_y * (graph.height - 2 * margin)
-        )
+        px, py = placed[node.entity]
+        node.x = margin_x + px * scale
+        node.y = margin_y + py * scale
     return graph
 
 

@@ -97,6 +97,14 @@ def test_fifty_triples_fit_a_canvas_that_grows_with_them_and_nodes_keep_apart() 
     assert again.svg == graph.svg  # a fixed seed: the same answer, the same picture
 
 
+def test_a_seed_named_in_other_case_marks_the_kg_entity() -> None:
+    answer = _answer()
+    answer["steps"][0]["seed_sources"] = {"my cousin from warsaw": "dictionary"}
+    graph = evidence_graph(answer)
+    assert [n.entity for n in graph.nodes if n.seed] == ["My Cousin From Warsaw"]
+    assert len(graph.nodes) == 5 and graph.paths == [["My Cousin From Warsaw", "Carl Boese"]]
+
+
 def test_no_answer_entity_when_not_enough_info_and_an_empty_graph_is_still_svg() -> None:
     graph = evidence_graph({**_answer(), "answer": "NotEnoughInfo", "not_enough_info": True})
     assert not any(n.answer for n in graph.nodes) and graph.paths == []
