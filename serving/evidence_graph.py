@@ -189,10 +189,18 @@ def _component_layout(g: Any) -> dict[str, tuple[float, float]]:
     if len(names) == 2:
         return {names[0]: (-1.0, 0.0), names[1]: (1.0, 0.0)}
     pos = nx.kamada_kawai_layout(g)
-    return {name: (float(p[0]), float(p[1])) for name, p in pos.items()}
+    # Each axis stretched to [-1, 1] on its own: a long chain also uses the square's other side,
+    # which leaves its labels more room (at the price of some distortion).
+    out: dict[str, tuple[float, float]] = {}
+    lo = [min(float(p[i]) for p in pos.values()) for i in (0, 1)]
+    hi = [max(float(p[i]) for p in pos.values()) for i in (0, 1)]
+    for name, p in pos.items():
+        xy = [2 * (float(p[i]) - lo[i]) / ((hi[i] - lo[i]) or 1.0) - 1 for i in (0, 1)]
+        out[name] = (xy[0], xy[1])
+    return out
 
 
-def layout(graph: EvidenceGraph, px_per_node: float = 95.0) -> EvidenceGraph:
+def layout(graph: EvidenceGraph, px_per_node: float = 130.0) -> EvidenceGraph:
     """Positions for ``graph``'s nodes: each connected component laid out on its own, in a square
     whose side grows with the square root of its node count, the squares packed in rows (largest
     first), then scaled to a canvas of about ``px_per_node`` pixels per node along each side."""
@@ -208,15 +216,15 @@ def layout(graph: EvidenceGraph, px_per_node: float = 95.0) -> EvidenceGraph:
         (sorted(c) for c in nx.connected_components(g)), key=lambda c: (-len(c), c[0])
     )  # largest first, then by name: the same answer always gives the same picture
     sides = [math.sqrt(len(c)) for c in components]
-    row_limit = max(max(sides), math.sqrt(sum(x * x for x in sides)) * 1.25)
+    row_limit = max(max(sides), math.sqrt(sum(x * x for x in sides)) * 1.6)  # wider than tall, as screens
     placed: dict[str, tuple[float, float]] = {}
     x = y = row_height = width = 0.0
     for component, side in zip(components, sides, strict=True):
         if x > 0 and x + side > row_limit + 1e-9:  # next row
             x, y, row_height = 0.0, y + row_height, 0.0
         pos = _component_layout(g.subgraph(component))
-        for name, (px, py) in pos.items():  # [-1, 1] → the component's square, 15% inset
-            placed[name] = (x + side * (0.5 + 0.35 * px), y + side * (0.5 + 0.35 * py))
+        for name, (px, py) in pos.items():  # [-1, 1] → the component's square, 10% inset
+            placed[name] = (x + side * (0.5 + 0.4 * px), y + side * (0.5 + 0.4 * py))
         x += side
         row_height = max(row_height, side)
         width = max(width, x)
@@ -258,9 +266,9 @@ def render_svg(graph: EvidenceGraph) -> str:
         f'<title id="evidence-graph-title">Evidence graph: {len(graph.nodes)} entities, '
         f"{len(graph.edges)} triples, {len(graph.paths)} seed-to-answer paths</title>",
         "<defs>",
-        '<marker id="eg-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        '<marker id="eg-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" '
         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker>',
-        '<marker id="eg-arrow-path" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        '<marker id="eg-arrow-path" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" '
         f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{PATH_COLOUR}"/></marker>',
         "</defs>",
         '<g class="edges">',

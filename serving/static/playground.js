@@ -237,8 +237,6 @@
     for (const node of svg.querySelectorAll("*")) {
       for (const attr of [...node.attributes]) if (attr.name.startsWith("on")) node.removeAttribute(attr.name);
     }
-    svg.removeAttribute("width");
-    svg.removeAttribute("height");
     $("graph").replaceChildren(document.importNode(svg, true));
     const legend = $("step-legend");
     legend.replaceChildren();

@@ -63,6 +63,7 @@ class Browser:
 
     def __enter__(self) -> Browser:
         self._profile = tempfile.TemporaryDirectory(prefix="hoprag-chromium-")
+        self._log = tempfile.TemporaryFile()  # Chromium's stderr: told when it dies
         to_chrome_r, self._to_chrome = os.pipe()
         self._from_chrome, from_chrome_w = os.pipe()
 
@@ -86,7 +87,7 @@ class Browser:
             preexec_fn=fds,  # only dup2 before exec
             close_fds=False,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=self._log,
         )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
@@ -110,6 +111,7 @@ class Browser:
             self._process.wait()
         os.close(self._to_chrome)
         os.close(self._from_chrome)
+        self._log.close()
         self._profile.cleanup()
 
     def call(self, method: str, timeout_s: float = 60, **params: Any) -> dict[str, Any]:
@@ -118,13 +120,16 @@ class Browser:
         message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params}
         if self._session:
             message["sessionId"] = self._session
-        os.write(self._to_chrome, json.dumps(message).encode() + b"\0")
+        try:
+            os.write(self._to_chrome, json.dumps(message).encode() + b"\0")
+        except BrokenPipeError as exc:
+            raise RuntimeError(f"chromium is gone ({method}): {self._stderr()}") from exc
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             while b"\0" not in self._buffer:
                 chunk = os.read(self._from_chrome, 1 << 20)
                 if not chunk:
-                    raise RuntimeError(f"chromium closed the pipe during {method}")
+                    raise RuntimeError(f"chromium closed the pipe during {method}: {self._stderr()}")
                 self._buffer += chunk
             raw, _, self._buffer = self._buffer.partition(b"\0")
             reply = json.loads(raw)
@@ -134,6 +139,10 @@ class Browser:
                 result: dict[str, Any] = reply.get("result", {})
                 return result
         raise TimeoutError(f"{method}: no reply within {timeout_s} s")
+
+    def _stderr(self) -> str:
+        self._log.seek(0)
+        return self._log.read()[-3000:].decode(errors="replace")
 
     def evaluate(self, expression: str) -> Any:
         """The value of a JavaScript expression in the page."""

@@ -828,3 +828,19 @@ def test_the_evidence_graph_comes_with_the_answer_when_asked(make_client: Make) 
     assert [n["entity"] for n in graph["nodes"]] == ["My Cousin From Warsaw", "Carl Boese"]
     assert graph["paths"] == [["My Cousin From Warsaw", "Carl Boese"]] and graph["edges"][0]["on_path"]
     assert graph["svg"].count("data-entity=") == 2 and 'data-relation="directed by"' in graph["svg"]
+
+
+def test_the_page_files_exist_and_a_wheel_ships_them() -> None:
+    import fnmatch
+    import tomllib
+    from pathlib import Path
+
+    from serving.deployments.ingress import PAGE_FILES
+
+    root = Path(__file__).resolve().parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "serving"
+    ]
+    for name in PAGE_FILES.values():
+        assert (root / "serving" / "static" / name).is_file()
+        assert any(fnmatch.fnmatch(f"static/{name}", p) for p in patterns), name
