@@ -45,6 +45,10 @@ class GraphNode:
     score: float = 0.0
     x: float = 0.0
     y: float = 0.0
+    # The label's anchor relative to the node and its text-anchor (set by place_labels).
+    label_dx: float = 0.0
+    label_dy: float = 0.0
+    label_anchor: str = "middle"
 
 
 @dataclass
@@ -57,6 +61,11 @@ class GraphEdge:
     score: float
     step: int | None = None
     on_path: bool = False
+    # The curve (start, control, end) and the label position, set by place_labels.
+    curve: tuple[tuple[float, float], tuple[float, float], tuple[float, float]] | None = None
+    label_x: float = 0.0
+    label_y: float = 0.0
+    label_shown: bool = True  # False where every place for the label was crowded
 
 
 @dataclass
@@ -83,6 +92,7 @@ class EvidenceGraph:
                 for e in self.edges
             ],
             "paths": self.paths,
+            "hidden_labels": sum(1 for e in self.edges if not e.label_shown),
             "step_colours": {
                 str(step): _colour(step)
                 for step in sorted({n.step for n in self.nodes if n.step is not None})
@@ -200,7 +210,7 @@ def _component_layout(g: Any) -> dict[str, tuple[float, float]]:
     return out
 
 
-def layout(graph: EvidenceGraph, px_per_node: float = 130.0) -> EvidenceGraph:
+def layout(graph: EvidenceGraph, px_per_node: float = 150.0) -> EvidenceGraph:
     """Positions for ``graph``'s nodes: each connected component laid out on its own, in a square
     whose side grows with the square root of its node count, the squares packed in rows (largest
     first), then scaled to a canvas of about ``px_per_node`` pixels per node along each side."""
@@ -256,8 +266,233 @@ def _radius(node: GraphNode) -> float:
     return 13.0 if node.answer or node.seed else 11.0 if node.top else 8.0
 
 
+def _node_font(node: GraphNode) -> int:
+    return 13 if node.answer or node.seed else 11
+
+
+# -- label placement ---------------------------------------------------------------------------------
+EDGE_FONT = 10
+# An estimate of a system sans-serif's advance per character (in font sizes): wide enough that
+# boxes that do not overlap here do not overlap on screen for ordinary names.
+CHAR_WIDTH = 0.6
+LOOP_RADIUS = 14.0
+# An edge label is left out when its best place would still cover more than this share of its area.
+HIDE_LABEL_COVERED = 0.0
+
+
+@dataclass(frozen=True)
+class Box:
+    """An axis-aligned rectangle in SVG user units."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    def overlap(self, other: Box) -> float:
+        """The area both boxes cover (0 when they only touch)."""
+        w = min(self.x1, other.x1) - max(self.x0, other.x0)
+        h = min(self.y1, other.y1) - max(self.y0, other.y0)
+        return w * h if w > 0 and h > 0 else 0.0
+
+    def outside(self, width: float, height: float) -> float:
+        """The area of the box that lies outside a ``width`` x ``height`` canvas."""
+        inside = Box(0.0, 0.0, width, height).overlap(self)
+        return (self.x1 - self.x0) * (self.y1 - self.y0) - inside
+
+
+def text_box(x: float, y: float, text: str, font_size: float, anchor: str = "middle") -> Box:
+    """The box a one-line SVG ``<text x y text-anchor>`` covers (``y`` is the baseline), including
+    the white halo drawn around the letters."""
+    width = len(text) * font_size * CHAR_WIDTH + 3
+    x0 = x - width / 2 if anchor == "middle" else x if anchor == "start" else x - width
+    return Box(x0, y - font_size * 0.95, x0 + width, y + font_size * 0.3)
+
+
+def _circle_box(node: GraphNode) -> Box:
+    r = _radius(node) + (4 if node.seed or node.answer else 0)
+    return Box(node.x - r, node.y - r, node.x + r, node.y + r)
+
+
+def _node_label_candidates(node: GraphNode) -> list[tuple[float, float, str]]:
+    """(dx, dy, text-anchor) of the places a node's label may go: below, above, right, left."""
+    r = _radius(node) + (4 if node.seed or node.answer else 0)
+    font = _node_font(node)
+    return [
+        (0.0, r + font + 2, "middle"),
+        (0.0, -r - 5, "middle"),
+        (r + 4, font * 0.35, "start"),
+        (-r - 4, font * 0.35, "end"),
+    ]
+
+
+def _bezier(curve: tuple[tuple[float, float], ...], t: float) -> tuple[float, float]:
+    (ax, ay), (cx, cy), (bx, by) = curve
+    u = 1 - t
+    return u * u * ax + 2 * u * t * cx + t * t * bx, u * u * ay + 2 * u * t * cy + t * t * by
+
+
+def _edge_curves(graph: EvidenceGraph) -> None:
+    """Each edge's quadratic curve: parallel edges between one pair bend apart (the k-th edge of a
+    pair gets its own offset, on the same side whichever way a triple points); the curve ends at the
+    target's rim, not its centre, so the arrowhead shows. Self-loops get none (drawn as a circle)."""
+    by_name = {n.entity: n for n in graph.nodes}
+    pairs: dict[frozenset[str], list[GraphEdge]] = {}
+    for e in graph.edges:
+        pairs.setdefault(frozenset((e.head, e.tail)), []).append(e)
+    for e in graph.edges:
+        a, b = by_name[e.head], by_name[e.tail]
+        if a is b:
+            e.curve = None
+            continue
+        group = pairs[frozenset((e.head, e.tail))]
+        dx, dy = b.x - a.x, b.y - a.y
+        dist = math.hypot(dx, dy) or 1.0
+        bend = (group.index(e) - (len(group) - 1) / 2) * 28.0
+        if e.head > e.tail:
+            bend = -bend
+        cx, cy = (a.x + b.x) / 2 - dy / dist * bend, (a.y + b.y) / 2 + dx / dist * bend
+        ex, ey = b.x - cx, b.y - cy
+        elen = math.hypot(ex, ey) or 1.0
+        rb = _radius(b) + 2
+        e.curve = ((a.x, a.y), (cx, cy), (b.x - ex / elen * rb, b.y - ey / elen * rb))
+
+
+def _edge_label_candidates(edge: GraphEdge, node: GraphNode) -> list[tuple[float, float]]:
+    """Baseline points for an edge's label: along its curve from the middle outwards, then just off
+    the curve's middle on either side (a self-loop: above its circle)."""
+    if edge.curve is None:
+        r = _radius(node)
+        return [(node.x, node.y - r - 2 * LOOP_RADIUS - 4), (node.x, node.y - r - 2 * LOOP_RADIUS - 16)]
+    points = [_bezier(edge.curve, t) for t in (0.5, 0.38, 0.62, 0.28, 0.72, 0.2, 0.8)]
+    (ax, ay), _, (bx, by) = edge.curve
+    length = math.hypot(bx - ax, by - ay) or 1.0
+    nx_, ny_ = -(by - ay) / length, (bx - ax) / length
+    mx, my = points[0]
+    points += [(mx + nx_ * off, my + ny_ * off) for off in (12.0, -12.0, 22.0, -22.0)]
+    return [(x, y + EDGE_FONT * 0.35) for x, y in points]
+
+
+def _node_label_box(node: GraphNode) -> Box:
+    return text_box(
+        node.x + node.label_dx,
+        node.y + node.label_dy,
+        _label(node.entity),
+        _node_font(node),
+        node.label_anchor,
+    )
+
+
+def _edge_label_box(edge: GraphEdge) -> Box:
+    return text_box(edge.label_x, edge.label_y, _label(edge.relation), EDGE_FONT)
+
+
+def place_labels(graph: EvidenceGraph, search: bool = True) -> EvidenceGraph:
+    """Put each label where it covers the least of the labels placed before it, the nodes and the
+    canvas edge: node labels first (seeds and answers, then the best-scored), then edge labels
+    (seed → answer paths first, then by score). Greedy and deterministic; the first candidate wins
+    ties, so an uncrowded graph keeps labels below nodes and on the middle of their edges.
+    ``search=False`` puts every label at its first candidate (the naive drawing; a baseline)."""
+    _edge_curves(graph)
+    circles = [_circle_box(n) for n in graph.nodes]
+    own = {n.entity: i for i, n in enumerate(graph.nodes)}
+    by_name = {n.entity: n for n in graph.nodes}
+    placed: list[Box] = []
+
+    def cost(box: Box, skip: int | None) -> float:
+        covered = sum(box.overlap(p) for p in placed)
+        covered += sum(box.overlap(c) for i, c in enumerate(circles) if i != skip)
+        return covered + 4 * box.outside(graph.width, graph.height)
+
+    def place_node(node: GraphNode) -> None:
+        candidates = _node_label_candidates(node)[: None if search else 1]
+        best: tuple[float, int, Box] | None = None
+        for k, (dx, dy, anchor) in enumerate(candidates):
+            node.label_dx, node.label_dy, node.label_anchor = dx, dy, anchor
+            box = _node_label_box(node)
+            score = cost(box, own[node.entity])
+            if best is None or score < best[0] - 1e-6:
+                best = (score, k, box)
+        assert best is not None
+        node.label_dx, node.label_dy, node.label_anchor = candidates[best[1]]
+        placed.append(best[2])
+
+    def place_edge(edge: GraphEdge) -> None:
+        best: tuple[float, float, float, Box] | None = None
+        for x, y in _edge_label_candidates(edge, by_name[edge.head])[: None if search else 1]:
+            edge.label_x, edge.label_y = x, y
+            box = _edge_label_box(edge)
+            score = cost(box, None)
+            if best is None or score < best[0] - 1e-6:
+                best = (score, x, y, box)
+        assert best is not None
+        score, edge.label_x, edge.label_y, box = best
+        # A relation whose every place covers much of other text is left to the edge's tooltip (and
+        # the page's triple list) rather than drawn over what is already there.
+        area = (box.x1 - box.x0) * (box.y1 - box.y0)
+        edge.label_shown = not search or edge.on_path or score <= HIDE_LABEL_COVERED * area
+        if edge.label_shown:
+            placed.append(box)
+
+    def rank(n: GraphNode) -> tuple[bool, bool, float, str]:
+        return (not (n.seed or n.answer), not n.top, -n.score, n.entity)
+
+    # What a reader looks for first is placed first: the seeds and answers, the seed → answer paths'
+    # relations, the best-scored entities, then everything else.
+    nodes = sorted(graph.nodes, key=rank)
+    key_nodes = [n for n in nodes if n.seed or n.answer]
+    for node in key_nodes:
+        place_node(node)
+    edges = sorted(graph.edges, key=lambda e: (not e.on_path, -e.score))
+    for edge in (e for e in edges if e.on_path):
+        place_edge(edge)
+    for node in nodes[len(key_nodes) :]:
+        place_node(node)
+    for edge in (e for e in edges if not e.on_path):
+        place_edge(edge)
+    return graph
+
+
+@dataclass(frozen=True)
+class Readability:
+    """How legible a drawn graph is: label boxes that overlap one another (pairs), label boxes that
+    cover a node other than their own, label boxes that leave the canvas, and the scale at which the
+    canvas fits a given width (its smallest font size at that scale)."""
+
+    label_overlaps: int
+    labels_over_nodes: int
+    labels_outside: int
+    hidden_edge_labels: int
+    fit_scale: float
+    smallest_font_px: float
+
+    def to_dict(self) -> dict[str, float | int]:
+        """JSON-ready."""
+        return dict(self.__dict__)
+
+
+def readability(graph: EvidenceGraph, fit_width: float = 1120.0, min_overlap: float = 4.0) -> Readability:
+    """The legibility of ``graph`` as placed (overlaps under ``min_overlap`` square units, a halo
+    touching a halo, do not count); ``fit_width``: the width the page gives the graph on a desktop."""
+    labels = [(_node_label_box(n), i) for i, n in enumerate(graph.nodes)]
+    labels += [(_edge_label_box(e), None) for e in graph.edges if e.label_shown]
+    circles = [_circle_box(n) for n in graph.nodes]
+    overlaps = sum(1 for (a, _), (b, _) in itertools.combinations(labels, 2) if a.overlap(b) >= min_overlap)
+    over_nodes = sum(
+        1
+        for box, mine in labels
+        if any(box.overlap(c) >= min_overlap for i, c in enumerate(circles) if i != mine)
+    )
+    outside = sum(1 for box, _ in labels if box.outside(graph.width, graph.height) >= min_overlap)
+    scale = min(1.0, fit_width / graph.width) if graph.width else 1.0
+    hidden = sum(1 for e in graph.edges if not e.label_shown)
+    return Readability(overlaps, over_nodes, outside, hidden, round(scale, 3), round(EDGE_FONT * scale, 1))
+
+
 def render_svg(graph: EvidenceGraph) -> str:
-    """The laid-out graph as one standalone ``<svg>`` element (all text escaped)."""
+    """The laid-out, labelled graph as one standalone ``<svg>`` element (all text escaped)."""
+    if any(e.curve is None and e.head != e.tail for e in graph.edges):
+        place_labels(graph)  # laid out but not yet labelled
     by_name = {n.entity: n for n in graph.nodes}
     parts: list[str] = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="evidence-graph" viewBox="0 0 {graph.width} '
@@ -273,50 +508,39 @@ def render_svg(graph: EvidenceGraph) -> str:
         "</defs>",
         '<g class="edges">',
     ]
-    # Parallel edges between one pair bend apart; each pair's k-th edge gets its own offset.
-    pairs: dict[frozenset[str], list[GraphEdge]] = {}
+    labels: list[str] = []  # drawn after all edges, so no edge line crosses a label
     for e in graph.edges:
-        pairs.setdefault(frozenset((e.head, e.tail)), []).append(e)
-    for e in graph.edges:
-        a, b = by_name[e.head], by_name[e.tail]
-        group = pairs[frozenset((e.head, e.tail))]
-        k = group.index(e)
+        a = by_name[e.head]
         colour = PATH_COLOUR if e.on_path else _colour(e.step)
         width = 3.0 if e.on_path else 1.4
         marker = "eg-arrow-path" if e.on_path else "eg-arrow"
         classes = (
             "edge" + (" on-path" if e.on_path else "") + (f" step-{e.step}" if e.step is not None else "")
         )
-        if a is b:  # a self-loop: a small circle above the node
+        if e.curve is None:  # a self-loop: a small circle above the node
             r = _radius(a)
-            d = f"M{a.x - r / 2:.1f},{a.y - r:.1f} a14,14 0 1,1 {r:.1f},0"
-            lx, ly = a.x, a.y - r - 30
+            d = f"M{a.x - r / 2:.1f},{a.y - r:.1f} a{LOOP_RADIUS:g},{LOOP_RADIUS:g} 0 1,1 {r:.1f},0"
         else:
-            dx, dy = b.x - a.x, b.y - a.y
-            dist = math.hypot(dx, dy) or 1.0
-            bend = (k - (len(group) - 1) / 2) * 28.0
-            if e.head > e.tail:  # the same side whichever way a triple points
-                bend = -bend
-            cx, cy = (a.x + b.x) / 2 - dy / dist * bend, (a.y + b.y) / 2 + dx / dist * bend
-            # End at the node's rim, not its centre, so the arrowhead shows.
-            ex, ey = b.x - cx, b.y - cy
-            elen = math.hypot(ex, ey) or 1.0
-            rb = _radius(b) + 2
-            tx, ty = b.x - ex / elen * rb, b.y - ey / elen * rb
-            d = f"M{a.x:.1f},{a.y:.1f} Q{cx:.1f},{cy:.1f} {tx:.1f},{ty:.1f}"
-            lx, ly = 0.25 * a.x + 0.5 * cx + 0.25 * b.x, 0.25 * a.y + 0.5 * cy + 0.25 * b.y
+            (sx, sy), (cx, cy), (tx, ty) = e.curve
+            d = f"M{sx:.1f},{sy:.1f} Q{cx:.1f},{cy:.1f} {tx:.1f},{ty:.1f}"
         tooltip = f"{e.head} | {e.relation} | {e.tail} (score {e.score:.3f}" + (
             f", step {e.step + 1})" if e.step is not None else ")"
         )
+        data = f'data-relation="{_attr(e.relation)}" data-head="{_attr(e.head)}" data-tail="{_attr(e.tail)}"'
         parts.append(
-            f'<g class="{classes}" data-relation="{_attr(e.relation)}" data-head="{_attr(e.head)}" '
-            f'data-tail="{_attr(e.tail)}"><title>{_attr(tooltip)}</title>'
+            f'<g class="{classes}" {data}><title>{_attr(tooltip)}</title>'
             f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="{width}" '
-            f'stroke-opacity="{1.0 if e.on_path else 0.75}" marker-end="url(#{marker})"/>'
-            f'<text x="{lx:.1f}" y="{ly:.1f}" text-anchor="middle" font-size="10" fill="#333" '
-            f'stroke="#fff" stroke-width="3" paint-order="stroke">{_attr(_label(e.relation))}</text></g>'
+            f'stroke-opacity="{1.0 if e.on_path else 0.75}" marker-end="url(#{marker})"/></g>'
+        )
+        if not e.label_shown:
+            continue
+        labels.append(
+            f'<text class="edge-label" {data} x="{e.label_x:.1f}" y="{e.label_y:.1f}" text-anchor="middle" '
+            f'font-size="{EDGE_FONT}" fill="#333" stroke="#fff" stroke-width="3" paint-order="stroke">'
+            f"<title>{_attr(tooltip)}</title>{_attr(_label(e.relation))}</text>"
         )
     parts.append("</g>")
+    parts.append('<g class="edge-labels">' + "".join(labels) + "</g>")
     parts.append('<g class="nodes">')
     for n in graph.nodes:
         classes = " ".join(
@@ -340,9 +564,9 @@ def render_svg(graph: EvidenceGraph) -> str:
             f'<g class="{classes}" data-entity="{_attr(n.entity)}" data-step="{"" if n.step is None else n.step}" '
             f'transform="translate({n.x:.1f},{n.y:.1f})"><title>{_attr(tooltip)}</title>{ring}'
             f'<circle r="{r:.0f}" fill="{_colour(n.step)}" stroke="#fff" stroke-width="1.5"/>'
-            f'<text y="{r + 15:.0f}" text-anchor="middle" font-size="{13 if n.answer or n.seed else 11}" '
-            f'font-weight="{"bold" if n.answer or n.seed or n.top else "normal"}" fill="#111" stroke="#fff" '
-            f'stroke-width="3.5" paint-order="stroke">{_attr(_label(n.entity))}</text></g>'
+            f'<text x="{n.label_dx:.1f}" y="{n.label_dy:.1f}" text-anchor="{n.label_anchor}" '
+            f'font-size="{_node_font(n)}" font-weight="{"bold" if n.answer or n.seed or n.top else "normal"}" '
+            f'fill="#111" stroke="#fff" stroke-width="3.5" paint-order="stroke">{_attr(_label(n.entity))}</text></g>'
         )
     parts.append("</g></svg>")
     graph.svg = "".join(parts)
@@ -351,6 +575,6 @@ def render_svg(graph: EvidenceGraph) -> str:
 
 def evidence_graph(answer: Mapping[str, Any], max_triples: int = 50, top_entities: int = 5) -> EvidenceGraph:
     """The answer's evidence graph, laid out and drawn (``.svg``; ``.to_dict()`` for JSON)."""
-    graph = layout(build_graph(answer, max_triples=max_triples, top_entities=top_entities))
+    graph = place_labels(layout(build_graph(answer, max_triples=max_triples, top_entities=top_entities)))
     render_svg(graph)
     return graph

@@ -85,11 +85,17 @@ class GraphEdgeOut(BaseModel):
 class EvidenceGraphOut(BaseModel):
     svg: str = Field(
         description='A standalone SVG: `<g class="node" data-entity>` per entity, `<g class="edge" '
-        "data-relation data-head data-tail>` per triple (all text escaped)."
+        'data-relation data-head data-tail>` per triple and a `<text class="edge-label">` per drawn '
+        "relation label, placed where it covers no other label (all text escaped)."
     )
     nodes: list[GraphNodeOut]
     edges: list[GraphEdgeOut]
     paths: list[list[str]] = Field(description="The highlighted seed-to-answer paths, as entity names.")
+    hidden_labels: int = Field(
+        default=0,
+        description="Relation labels left out of the SVG where every place for them was crowded (each "
+        "edge keeps its relation in its tooltip and in `edges`).",
+    )
     step_colours: dict[str, str] = Field(
         description="Plan step (0-based, as a string) → its colour in the SVG."
     )

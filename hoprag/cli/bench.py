@@ -18,6 +18,7 @@ BENCHMARKS = {
     "eval": ("evaluation.bench", "run_eval_benchmark"),
     "extract": ("indexing.extract_bench", "run_extract_benchmark"),
     "search": ("indexing.search_bench", "run_search_benchmark"),
+    "graph": ("serving.graph_bench", "run_graph_benchmark"),
 }
 
 
@@ -26,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from evaluation.planner_bench import add_arguments as add_plan_bench_arguments
     from indexing.search_bench import add_arguments as add_search_bench_arguments
     from serving.bench import add_arguments as add_serve_bench_arguments
+    from serving.graph_bench import add_arguments as add_graph_bench_arguments
     from serving.update_bench import add_arguments as add_update_bench_arguments
 
     b = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md by hand)")
@@ -95,6 +97,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "search", help="ANN libraries vs exact search (recall, latency, build) and bm25s vs hoprag's BM25"
     )
     add_search_bench_arguments(bq)
+    bg = bsub.add_parser(
+        "graph",
+        help="the evidence graph's legibility at 10-50 triples (label overlaps, hidden labels, font size "
+        "on a desktop page) and layout time, label placement on and off",
+    )
+    add_graph_bench_arguments(bg)
     bp = bsub.add_parser("plan", help="planner cost per question: paper-like calls vs hoprag's, same run")
     add_plan_bench_arguments(bp)
     add_config_args(bp)

@@ -120,6 +120,8 @@
     $("updates").textContent = "";
     $("answer").textContent = "";
     $("graph").replaceChildren();
+    $("triples").tBodies[0].replaceChildren();
+    $("graph-note").textContent = "";
     $("progress").hidden = true;
     $("result").hidden = true;
     $("graph-section").hidden = true;
@@ -238,6 +240,18 @@
       for (const attr of [...node.attributes]) if (attr.name.startsWith("on")) node.removeAttribute(attr.name);
     }
     $("graph").replaceChildren(document.importNode(svg, true));
+    const hidden = graph.hidden_labels || 0;
+    $("graph-note").textContent = hidden
+      ? hidden + " relation label" + (hidden === 1 ? " is" : "s are") + " left out where the drawing is crowded: hover an edge, or open the list below."
+      : "";
+    const rows = $("triples").tBodies[0];
+    for (const edge of graph.edges || []) {
+      const row = el("tr", null, edge.on_path ? "on-path" : "");
+      const step = edge.step === null || edge.step === undefined ? "" : String(edge.step + 1);
+      for (const text of [edge.head, edge.relation, edge.tail, step, edge.on_path ? "yes" : ""]) row.append(el("td", text));
+      rows.append(row);
+    }
+    $("triple-count").textContent = String((graph.edges || []).length);
     const legend = $("step-legend");
     legend.replaceChildren();
     for (const [step, colour] of Object.entries(graph.step_colours || {})) {
@@ -354,6 +368,11 @@
       token.focus();
     });
     $("ask").addEventListener("submit", submit);
+    $("graph-zoom").addEventListener("click", () => {
+      const actual = $("graph").classList.toggle("actual");
+      $("graph-zoom").setAttribute("aria-pressed", String(actual));
+      $("graph-zoom").textContent = actual ? "Fit to width" : "Actual size";
+    });
     $("question").addEventListener("keydown", (event) => {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) submit(event);
     });

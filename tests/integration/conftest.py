@@ -56,6 +56,17 @@ def synthetic_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Headless Chromium for the playground's browser tests (installed when missing, if it can be)."""
+    from tests.support.browser import ensure_chromium
+
+    path, why = ensure_chromium()
+    if path is None:
+        pytest.skip(f"no browser for the playground test: {why}")
+    return path
+
+
 @pytest.fixture
 def dead_recorded_head() -> Iterator[dict[str, str]]:
     """The environment of a machine whose last `ray start` head died without `ray stop`."""

@@ -624,16 +624,6 @@ def test_rolling_a_new_retriever_into_a_running_app_drops_no_request(served) -> 
 DEMO_QUESTION = "Who directed My Cousin From Warsaw?"
 
 
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    from tests.support.browser import ensure_chromium
-
-    path, why = ensure_chromium()
-    if path is None:
-        pytest.skip(f"no browser for the playground test: {why}")
-    return path
-
-
 def test_the_playground_answers_a_shared_link_in_headless_chromium(served, chromium, tmp_path) -> None:
     """``/?q=...&mode=plan`` fills the form and runs the question: the answer, the plan's steps and
     the evidence graph's nodes and edges end up in the DOM. Full-page screenshots (desktop and phone
@@ -675,3 +665,42 @@ def test_the_playground_answers_a_shared_link_in_headless_chromium(served, chrom
         assert browser.wait_for(finished, timeout_s=30) == "error"
         error = browser.evaluate("document.getElementById('error').textContent")
         assert error.startswith("Not authorised (401)"), error
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "headers", "words"),
+    [
+        (
+            429,
+            "rate_limited",
+            {"Retry-After": "7"},
+            "Too many requests (429): the server is rate-limiting. Retry in 7 s.",
+        ),
+        (
+            503,
+            "overloaded",
+            {"Retry-After": "1"},
+            "The service is busy or still loading (503). Retry in 1 s.",
+        ),
+        (504, "timeout", {}, "No answer in time (504): the question took longer than the server allows."),
+    ],
+)
+def test_the_playground_says_in_words_when_the_api_refuses(
+    served, chromium, status, kind, headers, words
+) -> None:
+    """The page's words for a rate limit (a proxy's 429: the app has none of its own), an overload
+    and a timeout, with the Retry-After the API sent. The responses are canned by Chromium itself,
+    in the ingress's error format (the real 503/504 are tested over HTTP above)."""
+    from urllib.parse import urlencode
+
+    from tests.support.browser import Browser
+
+    body = {"error": {"type": kind, "message": "from the test", "request_id": "r-1"}}
+    finished = "['done', 'error'].includes(document.body.dataset.state) && document.body.dataset.state"
+    with Browser(chromium) as browser:
+        browser.can("/v1/qa", status, body, headers)
+        browser.open(f"{served.open_base}/?{urlencode({'q': DEMO_QUESTION})}", 1280, 900)
+        assert browser.wait_for(finished, timeout_s=30) == "error"
+        error = browser.evaluate("document.getElementById('error').textContent")
+        assert error == f"{words} (from the test)", error
+        assert browser.evaluate("document.getElementById('run').disabled") is False  # can ask again

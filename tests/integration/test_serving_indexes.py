@@ -204,3 +204,51 @@ def test_a_failed_update_leaves_the_served_snapshot_and_answers_unchanged(app: A
     assert {i["name"]: i for i in listing["indexes"]}["small"]["snapshot"] == snapshot
     after = _ask(app.base, "Who drained Harlow Fen?", "small")
     assert _titles(after) == _titles(before) and after["answer"] == before["answer"]
+
+
+def test_the_playground_works_with_the_keyboard_alone(app: App, chromium) -> None:
+    """Token, question, index picker, Ask, then a document's passage and the graph's zoom, with Tab,
+    typing, arrow keys, Enter and Space only: the answer comes from the picked index, the passage
+    is that document's text, and the shareable URL names the index."""
+    from tests.support.browser import Browser
+
+    with Browser(chromium) as browser:
+        browser.open(f"{app.base}/", 1280, 900)
+        browser.wait_for("document.getElementById('status').textContent.includes('API token')", timeout_s=30)
+        browser.tab_to("token")
+        browser.type_text(TOKEN)
+        browser.tab_to("question")  # leaving the field stores the token and lists the indexes
+        browser.type_text("Who drained Harlow Fen?")
+        browser.wait_for("!document.getElementById('index-row').hidden", timeout_s=30)
+        assert browser.evaluate("document.getElementById('index').value") == "films"  # the default
+        browser.tab_to("index")
+        browser.press("ArrowDown")
+        assert browser.evaluate("document.getElementById('index').value") == "small"
+        browser.tab_to("run")
+        browser.press("Enter")
+        state = browser.wait_for(
+            "['done', 'error'].includes(document.body.dataset.state) && document.body.dataset.state",
+            timeout_s=90,
+        )
+        assert state == "done", browser.evaluate("document.getElementById('error').textContent")
+        assert "index=small" in browser.evaluate("location.search")
+        titles = browser.evaluate(
+            "[...document.querySelectorAll('#documents button.doc')].map(b => b.textContent)"
+        )
+        by_title = {d.title: d.text for d in SMALL_DOCS}
+        assert titles and set(titles) <= set(by_title), titles
+        browser.tab_to(f"BUTTON:{titles[0]}")
+        browser.press("Enter")
+        passage = "document.querySelector('#documents .passage')"
+        text = browser.wait_for(f"{passage}.dataset.loaded && {passage}.textContent", timeout_s=30)
+        assert text == by_title[titles[0]]
+        assert (
+            browser.evaluate("document.querySelector('#documents button.doc').getAttribute('aria-expanded')")
+            == "true"
+        )
+        browser.tab_to("graph-zoom")
+        browser.press("Space")
+        assert (
+            browser.evaluate("document.getElementById('graph-zoom').getAttribute('aria-pressed')") == "true"
+        )
+        assert browser.evaluate("document.getElementById('graph').classList.contains('actual')")

@@ -21,6 +21,17 @@ from types import TracebackType
 from typing import Any
 
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+# key → (Windows virtual key code, the text it types); what Input.dispatchKeyEvent needs.
+KEYS = {
+    "Tab": (9, ""),
+    "Enter": (13, "\r"),
+    "Space": (32, " "),
+    "ArrowDown": (40, ""),
+    "ArrowUp": (38, ""),
+    "ArrowRight": (39, ""),
+    "ArrowLeft": (37, ""),
+    "Escape": (27, ""),
+}
 
 
 def find_chromium() -> str | None:
@@ -60,6 +71,9 @@ class Browser:
         self._next_id = 0
         self._buffer = b""
         self._session = ""
+        # Requests the page makes whose URL contains a key are answered with that canned response
+        # (status, headers, body) by Chromium itself (Fetch domain), without reaching the server.
+        self._canned: dict[str, tuple[int, dict[str, str], str]] = {}
 
     def __enter__(self) -> Browser:
         self._profile = tempfile.TemporaryDirectory(prefix="hoprag-chromium-")
@@ -114,8 +128,7 @@ class Browser:
         self._log.close()
         self._profile.cleanup()
 
-    def call(self, method: str, timeout_s: float = 60, **params: Any) -> dict[str, Any]:
-        """Send one protocol command (to the page once attached) and wait for its result."""
+    def _send(self, method: str, params: dict[str, Any]) -> int:
         self._next_id += 1
         message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params}
         if self._session:
@@ -124,6 +137,12 @@ class Browser:
             os.write(self._to_chrome, json.dumps(message).encode() + b"\0")
         except BrokenPipeError as exc:
             raise RuntimeError(f"chromium is gone ({method}): {self._stderr()}") from exc
+        return self._next_id
+
+    def call(self, method: str, timeout_s: float = 60, **params: Any) -> dict[str, Any]:
+        """Send one protocol command (to the page once attached) and wait for its result; events
+        that arrive meanwhile are handled (a paused request gets its canned response)."""
+        waiting_for = self._send(method, params)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             while b"\0" not in self._buffer:
@@ -133,12 +152,84 @@ class Browser:
                 self._buffer += chunk
             raw, _, self._buffer = self._buffer.partition(b"\0")
             reply = json.loads(raw)
-            if reply.get("id") == self._next_id:  # anything else is an event: not needed here
+            if reply.get("method") == "Fetch.requestPaused":
+                self._answer_paused(reply["params"])
+            elif reply.get("id") == waiting_for:  # other replies: to the fire-and-forget commands
                 if "error" in reply:
                     raise RuntimeError(f"{method}: {reply['error']}")
                 result: dict[str, Any] = reply.get("result", {})
                 return result
         raise TimeoutError(f"{method}: no reply within {timeout_s} s")
+
+    def can(
+        self, url_part: str, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        """From now on, answer the page's requests whose URL contains ``url_part`` with ``status``,
+        a JSON ``body`` and ``headers`` (``uncan()`` stops it)."""
+        self._canned[url_part] = (status, headers or {}, json.dumps(body))
+        self.call("Fetch.enable", patterns=[{"urlPattern": f"*{part}*"} for part in self._canned])
+
+    def uncan(self) -> None:
+        """Let every request reach the server again."""
+        self._canned.clear()
+        self.call("Fetch.disable")
+
+    def _answer_paused(self, event: dict[str, Any]) -> None:
+        url = event["request"]["url"]
+        for part, (status, headers, body) in self._canned.items():
+            if part in url:
+                rows = [{"name": "Content-Type", "value": "application/json"}]
+                rows += [{"name": k, "value": v} for k, v in headers.items()]
+                self._send(
+                    "Fetch.fulfillRequest",
+                    {
+                        "requestId": event["requestId"],
+                        "responseCode": status,
+                        "responseHeaders": rows,
+                        "body": base64.b64encode(body.encode()).decode(),
+                    },
+                )
+                return
+        self._send("Fetch.continueRequest", {"requestId": event["requestId"]})
+
+    def press(self, key: str, modifiers: int = 0) -> None:
+        """Press and release one key (``Tab``, ``Enter``, ``ArrowDown``, ``Space``...) as a person
+        would; ``modifiers``: 2 Ctrl, 8 Shift."""
+        code, text = KEYS[key]
+        down: dict[str, Any] = {
+            "type": "keyDown" if text else "rawKeyDown",
+            "key": " " if key == "Space" else key,
+            "code": key,
+            "windowsVirtualKeyCode": code,
+            "modifiers": modifiers,
+        }
+        if text and not modifiers & 2:
+            down["text"] = text
+        self.call("Input.dispatchKeyEvent", **down)
+        self.call("Input.dispatchKeyEvent", **{**down, "type": "keyUp", "text": ""})
+
+    def type_text(self, text: str) -> None:
+        """Type ``text`` into the focused field (as an input method commits it)."""
+        self.call("Input.insertText", text=text)
+
+    def focused(self) -> str:
+        """The focused element: its id, else its tag and text (e.g. ``BUTTON:Velmora Harbor``)."""
+        return str(
+            self.evaluate(
+                "(e => e.id || (e.tagName + ':' + (e.textContent || '').trim().slice(0, 60)))"
+                "(document.activeElement)"
+            )
+        )
+
+    def tab_to(self, wanted: str, limit: int = 30) -> None:
+        """Press Tab until ``focused()`` is ``wanted`` (AssertionError after ``limit`` presses)."""
+        seen = []
+        for _ in range(limit):
+            self.press("Tab")
+            seen.append(self.focused())
+            if seen[-1] == wanted:
+                return
+        raise AssertionError(f"Tab never reached {wanted!r}; focus went {seen}")
 
     def _stderr(self) -> str:
         self._log.seek(0)

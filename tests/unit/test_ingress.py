@@ -797,7 +797,7 @@ def test_a_document_text_by_title(make_client: Make) -> None:
     _error(client.get("/v1/indexes/music/documents/x", headers=_auth()), 404, "not_found")
 
 
-def test_the_evidence_graph_comes_with_the_answer_when_asked(make_client: Make) -> None:
+def test_the_evidence_graph_comes_with_the_answer_when_asked(make_client: Make, monkeypatch) -> None:
     qa = FakeQA()
     triples = [
         {
@@ -818,6 +818,20 @@ def test_the_evidence_graph_comes_with_the_answer_when_asked(make_client: Make) 
     }
     qa.stream_items = _stream_items(answer)
     client, _ = make_client(qa=qa)
+    import serving.evidence_graph
+
+    drawn_on_a_loop: list[bool] = []  # whether the layout ran on an event loop's thread
+    real = serving.evidence_graph.evidence_graph
+
+    def recording(result: dict[str, Any]) -> Any:
+        try:
+            asyncio.get_running_loop()
+            drawn_on_a_loop.append(True)
+        except RuntimeError:
+            drawn_on_a_loop.append(False)
+        return real(result)
+
+    monkeypatch.setattr(serving.evidence_graph, "evidence_graph", recording)
     plain = client.post("/v1/qa", json={"question": "Who?"}, headers=_auth()).json()
     assert plain["evidence_graph"] is None
     with client.stream(
@@ -828,6 +842,7 @@ def test_the_evidence_graph_comes_with_the_answer_when_asked(make_client: Make) 
     assert [n["entity"] for n in graph["nodes"]] == ["My Cousin From Warsaw", "Carl Boese"]
     assert graph["paths"] == [["My Cousin From Warsaw", "Carl Boese"]] and graph["edges"][0]["on_path"]
     assert graph["svg"].count("data-entity=") == 2 and 'data-relation="directed by"' in graph["svg"]
+    assert drawn_on_a_loop == [False]  # laid out in a worker thread, not on the ingress's loop
 
 
 def test_the_page_files_exist_and_a_wheel_ships_them() -> None:
