@@ -11,6 +11,7 @@ dictionary linker seeds them (the index records linking without LLM NER).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,26 +26,47 @@ from indexing.questions import questions_table
 from indexing.search_bench import clustered_vectors
 
 NAMES = ["Halleck", "Quifen", "Carrow", "Ulmar", "Serrano", "Okafor", "Brisk", "Talvane"]
+TRIPLES_PER_DOCUMENT = 10
+NUM_RELATIONS = 64
+
+
+def random_document_triples(
+    num_triples: int, rng: random.Random, entity_name: Callable[[random.Random, int], str]
+) -> list[list[tuple[str, str, str]]]:
+    """``num_triples // 10`` documents of 10 random triples each, over ``max(10, num_triples // 5)``
+    entities and 64 relations (``relation 0`` ... ``relation 63``).
+
+    ``entity_name(rng, i)`` names entity ``i``; entities are named in order, before any triple is
+    drawn, so what the namer draws from ``rng`` is part of the sequence. Callers pin their seed
+    and namer: ``hoprag bench index``'s recorded figures and the synthetic serving indexes depend
+    on this exact sequence of draws.
+    """
+    n_entities = max(10, num_triples // 5)
+    entities = [entity_name(rng, i) for i in range(n_entities)]
+    relations = [f"relation {i}" for i in range(NUM_RELATIONS)]
+    return [
+        [
+            (
+                entities[rng.randrange(n_entities)],
+                relations[rng.randrange(NUM_RELATIONS)],
+                entities[rng.randrange(n_entities)],
+            )
+            for _ in range(TRIPLES_PER_DOCUMENT)
+        ]
+        for _ in range(num_triples // TRIPLES_PER_DOCUMENT)
+    ]
+
+
+def _person_like_name(rng: random.Random, i: int) -> str:
+    return f"{rng.choice(NAMES)} {i} {rng.choice(NAMES)}"
 
 
 def synthetic_tables(num_triples: int, dim: int = 384, seed: int = 0, questions: int = 40) -> KGTables:
     """KG tables of ``num_triples`` synthetic triples with random vectors (see the module docstring)."""
     rng = random.Random(seed)
-    n_entities = max(10, num_triples // 5)
-    entities = [f"{rng.choice(NAMES)} {i} {rng.choice(NAMES)}" for i in range(n_entities)]
-    relations = [f"relation {i}" for i in range(64)]
-    per_doc = 10
-    doc_triples = [
-        [
-            (
-                entities[rng.randrange(n_entities)],
-                relations[rng.randrange(64)],
-                entities[rng.randrange(n_entities)],
-            )
-            for _ in range(per_doc)
-        ]
-        for _ in range(max(1, num_triples // per_doc))
-    ]
+    # At least one document. Asking for 10 triples instead of fewer gives exactly that: the entity
+    # count is 10 for anything under 50 triples, so the draws are unchanged.
+    doc_triples = random_document_triples(max(num_triples, TRIPLES_PER_DOCUMENT), rng, _person_like_name)
     g = build_graph_structure(len(doc_triples), doc_triples, [[] for _ in doc_triples])
     documents = pa.table(
         {
@@ -56,7 +78,10 @@ def synthetic_tables(num_triples: int, dim: int = 384, seed: int = 0, questions:
             "content_hash": pa.array([f"{i:016x}" for i in range(len(doc_triples))], pa.string()),
         }
     )
-    picked = [doc_triples[rng.randrange(len(doc_triples))][rng.randrange(per_doc)] for _ in range(questions)]
+    picked = [
+        doc_triples[rng.randrange(len(doc_triples))][rng.randrange(TRIPLES_PER_DOCUMENT)]
+        for _ in range(questions)
+    ]
     rows: list[dict[str, Any]] = [
         {
             "split": "test",

@@ -30,55 +30,7 @@ from typing import Any
 
 import httpx
 
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def _load(base: str, questions: list[str], concurrency: int, seconds: float) -> dict[str, Any]:
-    latencies: list[float] = []
-    errors: dict[str, int] = {}
-    lock = threading.Lock()
-    stop = time.perf_counter() + seconds
-
-    def worker(offset: int) -> None:
-        i = offset
-        with httpx.Client(timeout=120) as client:
-            while time.perf_counter() < stop:
-                started = time.perf_counter()
-                try:
-                    r = client.post(
-                        f"{base}/v1/qa", json={"question": questions[i % len(questions)], "top_k": 5}
-                    )
-                    code = str(r.status_code)
-                except httpx.HTTPError as exc:
-                    code = type(exc).__name__
-                took = time.perf_counter() - started
-                with lock:
-                    if code == "200":
-                        latencies.append(took)
-                    else:
-                        errors[code] = errors.get(code, 0) + 1
-                i += concurrency
-
-    started = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(concurrency)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - started
-    return {
-        "requests": len(latencies),
-        "errors": errors,
-        "qps": round(len(latencies) / wall, 2),
-        "p50_ms": round(1000 * _percentile(latencies, 0.50), 1),
-        "p95_ms": round(1000 * _percentile(latencies, 0.95), 1),
-        "p99_ms": round(1000 * _percentile(latencies, 0.99), 1),
-    }
+from serving.load import closed_loop, cycled_questions, load_test_settings, percentile, warm_up
 
 
 def _replicas(app: str, deployment: str) -> int:
@@ -133,11 +85,7 @@ def run_stream_benchmark(args: argparse.Namespace) -> int:
     from serving.run import start_app, wait_until_ready
     from serving.settings import QAAppSettings
 
-    index = KGIndex(args.index)
-    rows = index.questions.to_pylist() if index.questions is not None else []
-    questions = [r["question"] for r in rows][: args.questions]
-    if not questions:
-        raise SystemExit(f"hoprag: {args.index} has no questions to send")
+    questions = cycled_questions(KGIndex(args.index), args.questions)
     one = {"num_cpus": 0.1, "autoscaling": {"min_replicas": 1, "max_replicas": 1}}
     settings = QAAppSettings.model_validate(
         {
@@ -163,7 +111,7 @@ def run_stream_benchmark(args: argparse.Namespace) -> int:
         mine = [r for r in results if r["mode"] == mode]
         summary[mode] = {
             key: {
-                "p50": _percentile([r[key] for r in mine if key in r], 0.5),
+                "p50": percentile([r[key] for r in mine if key in r], 0.5),
                 "max": max((r[key] for r in mine if key in r), default=float("nan")),
                 "n": sum(key in r for r in mine),
             }
@@ -201,13 +149,8 @@ def run_serve_benchmark(args: argparse.Namespace) -> int:
     from hoprag.kg.index import KGIndex
     from hoprag.machine import machine_description
     from serving.run import start_app, wait_until_ready
-    from serving.settings import QAAppSettings
 
-    index = KGIndex(args.index)
-    rows = index.questions.to_pylist() if index.questions is not None else []
-    questions = [r["question"] for r in rows][: args.questions]
-    if not questions:
-        raise SystemExit(f"hoprag: {args.index} has no questions to send")
+    questions = cycled_questions(KGIndex(args.index), args.questions)
     fixed = {"min_replicas": 1, "max_replicas": 1}
     all_configs = [
         ("batch, 1 replica", True, fixed),
@@ -230,29 +173,8 @@ def run_serve_benchmark(args: argparse.Namespace) -> int:
     configs = [c for k, c in zip(keys, all_configs, strict=True) if k in wanted]
     results = []
     for name, batching, autoscaling in configs:
-        settings = QAAppSettings.model_validate(
-            {
-                "index": str(args.index),
-                "retriever": args.retriever,
-                "batching": {"enabled": batching, "max_batch_size": 8, "batch_wait_timeout_s": 0.01},
-                "retriever_deployment": {
-                    "num_cpus": 0.5,
-                    "max_ongoing_requests": 16,
-                    "autoscaling": autoscaling,
-                },
-                "qa": {
-                    "num_cpus": 0.25,
-                    "max_ongoing_requests": 32,
-                    "max_queued_requests": -1,
-                    "autoscaling": {"min_replicas": 1, "max_replicas": 1},
-                },
-                "ingress": {
-                    "num_cpus": 0.1,
-                    "max_ongoing_requests": 128,
-                    "max_queued_requests": -1,
-                    "autoscaling": {"min_replicas": 1, "max_replicas": 1},
-                },
-            }
+        settings = load_test_settings(
+            args.index, args.retriever, batching=batching, retriever_autoscaling=autoscaling
         )
         print(f"[bench serve] {name}: deploying", flush=True)
         base = start_app(settings, port=args.port)
@@ -263,11 +185,9 @@ def run_serve_benchmark(args: argparse.Namespace) -> int:
         sampler = threading.Thread(target=_sample_replicas, args=(timeline, sampling))
         sampler.start()
         warmup_started = time.perf_counter()
-        with httpx.Client(timeout=300) as client:  # warm-up: fills the LLM cache, loads lazy state
-            for q in questions:
-                client.post(f"{base}/v1/qa", json={"question": q, "top_k": 5}).raise_for_status()
+        warm_up(base, questions, top_k=5, timeout_s=300)
         load_starts_at = round(time.perf_counter() - warmup_started, 1)
-        load = _load(base, questions, args.concurrency, args.seconds)
+        load = closed_loop(base, questions, args.concurrency, args.seconds, top_k=5)
         sampling.set()
         sampler.join()
         row = {"config": name, "concurrency": args.concurrency, **load}

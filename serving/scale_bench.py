@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 
 
@@ -70,9 +69,8 @@ def run_scale_benchmark(args: argparse.Namespace) -> int:
     from ray import serve
 
     from hoprag.machine import machine_description
-    from serving.bench import _load
+    from serving.load import closed_loop, load_test_settings, warm_up
     from serving.run import start_app, wait_until_ready
-    from serving.settings import QAAppSettings
 
     results = []
     for triples in args.kg_triples:
@@ -84,40 +82,16 @@ def run_scale_benchmark(args: argparse.Namespace) -> int:
             table = KGIndex(index, verify="none").questions
             assert table is not None
             questions = table.column("question").to_pylist()[: args.questions]
-            settings = QAAppSettings.model_validate(
-                {
-                    "index": str(index),
-                    "retriever": "dense",
-                    "vector_search": {"mode": "exact" if variant == "before" else "auto"},
-                    "batching": {"enabled": True, "max_batch_size": 8, "batch_wait_timeout_s": 0.01},
-                    "retriever_deployment": {
-                        "num_cpus": 0.5,
-                        "max_ongoing_requests": 16,
-                        "autoscaling": {"min_replicas": 1, "max_replicas": 1},
-                    },
-                    "qa": {
-                        "num_cpus": 0.25,
-                        "max_ongoing_requests": 32,
-                        "max_queued_requests": -1,
-                        "autoscaling": {"min_replicas": 1, "max_replicas": 1},
-                    },
-                    "ingress": {
-                        "num_cpus": 0.1,
-                        "max_ongoing_requests": 128,
-                        "max_queued_requests": -1,
-                        "autoscaling": {"min_replicas": 1, "max_replicas": 1},
-                    },
-                }
+            settings = load_test_settings(
+                index, "dense", vector_search={"mode": "exact" if variant == "before" else "auto"}
             )
             print(f"[bench serve] {triples} triples, {variant}: deploying", flush=True)
             started = time.perf_counter()
             base = start_app(settings, port=args.port)
             wait_until_ready(base, progress=False)
             ready_s = time.perf_counter() - started
-            with httpx.Client(timeout=600) as client:
-                for q in questions:
-                    client.post(f"{base}/v1/qa", json={"question": q, "top_k": 5}).raise_for_status()
-            load = _load(base, questions, args.concurrency, args.seconds)
+            warm_up(base, questions, top_k=5, timeout_s=600)
+            load = closed_loop(base, questions, args.concurrency, args.seconds, top_k=5)
             row = {
                 "triples": triples,
                 "variant": variant,

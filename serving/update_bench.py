@@ -15,78 +15,15 @@ import argparse
 import json
 import os
 import shutil
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from serving.load import PacedLoad, cycled_questions, warm_up
+
 TOKEN_ENV = "HOPRAG_BENCH_TOKEN"
-
-
-def _percentile(values: list[float], q: float) -> float | None:
-    ordered = sorted(values)
-    return round(1000 * ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))], 1) if ordered else None
-
-
-class PacedLoad:
-    """Requests at a fixed rate from a thread pool; each outcome is kept with its send time."""
-
-    def __init__(self, base: str, questions: list[str], qps: float, headers: dict[str, str]) -> None:
-        self._base = base
-        self._questions = questions
-        self._interval = 1.0 / qps
-        self._headers = headers
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self.outcomes: list[tuple[float, str, float]] = []  # (sent at, status, seconds)
-        self._thread = threading.Thread(target=self._run, name="paced-load")
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _one(self, client: httpx.Client, i: int) -> None:
-        sent = time.monotonic()
-        try:
-            r = client.post(
-                f"{self._base}/v1/qa", json={"question": self._questions[i % len(self._questions)]}
-            )
-            code = str(r.status_code)
-        except httpx.HTTPError as exc:
-            code = type(exc).__name__
-        with self._lock:
-            self.outcomes.append((sent, code, time.monotonic() - sent))
-
-    def _run(self) -> None:
-        with httpx.Client(timeout=120, headers=self._headers) as client, ThreadPoolExecutor(16) as pool:
-            i = 0
-            next_at = time.monotonic()
-            while not self._stop.is_set():
-                pool.submit(self._one, client, i)
-                i += 1
-                next_at += self._interval
-                self._stop.wait(max(0.0, next_at - time.monotonic()))
-
-    def window(self, start: float, end: float) -> dict[str, Any]:
-        with self._lock:
-            rows = [(code, took) for sent, code, took in self.outcomes if start <= sent < end]
-        ok = [took for code, took in rows if code == "200"]
-        failed: dict[str, int] = {}
-        for code, _ in rows:
-            if code != "200":
-                failed[code] = failed.get(code, 0) + 1
-        return {
-            "requests": len(rows),
-            "failed": failed,
-            "p50_ms": _percentile(ok, 0.5),
-            "p99_ms": _percentile(ok, 0.99),
-        }
 
 
 def _new_documents(count: int, known: set[str], seed: int) -> list[dict[str, str]]:
@@ -118,12 +55,7 @@ def run_update_benchmark(args: argparse.Namespace) -> int:
     from serving.settings import QAAppSettings
 
     source = KGIndex(args.index)
-    questions = [
-        r["question"] for r in (source.questions.to_pylist() if source.questions is not None else [])
-    ]
-    questions = questions[: args.questions]
-    if not questions:
-        raise SystemExit(f"hoprag: {args.index} has no questions to send")
+    questions = cycled_questions(source, args.questions)
     documents = _new_documents(args.documents, set(source.document_titles), args.seed)
     args.workdir.mkdir(parents=True, exist_ok=True)
     index = args.workdir / "index"
@@ -150,9 +82,7 @@ def run_update_benchmark(args: argparse.Namespace) -> int:
     print(f"[bench update] serving a copy of {args.index} at {index}", flush=True)
     base = start_app(settings, port=args.port)
     wait_until_ready(base, progress=False)
-    with httpx.Client(timeout=300, headers=headers) as client:  # warm-up: the LLM cache, lazy state
-        for q in questions:
-            client.post(f"{base}/v1/qa", json={"question": q}).raise_for_status()
+    warm_up(base, questions, top_k=None, timeout_s=300, headers=headers)
     load = PacedLoad(base, questions, args.qps, headers)
     load.start()
     time.sleep(args.baseline_s)

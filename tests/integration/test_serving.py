@@ -24,6 +24,7 @@ from serving.settings import QAAppSettings
 from tests.support.film_kg import write_film_index, write_tiny_glm
 from tests.support.local_ray import run_reference_index
 from tests.support.planner_llm import Rule, ScriptedPlannerLLM
+from tests.support.sse import sse_events
 from tests.support.streaming_llm import StreamingWrapper
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -197,20 +198,6 @@ def test_openai_client_gets_a_chat_completion(served) -> None:
     assert {m.id for m in client.models.list().data} == {"hoprag", "hoprag-plan"}
 
 
-def _sse(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
-    """(event, data) of each Server-Sent Event, parsed from the raw lines as they arrive."""
-    event, data = "message", []
-    for line in lines:
-        if not line:
-            if data:
-                yield event, "\n".join(data)
-            event, data = "message", []
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-
-
 def _untimed(body: dict) -> dict:
     """A QA body without what differs between two runs of one question: timings, the request id."""
     drop = {"timings", "seconds", "llm_seconds", "request_id"}
@@ -242,7 +229,7 @@ def test_a_streamed_answer_sends_stages_then_tokens_then_the_plain_body(
         "POST", f"{served.base}/v1/qa", json={**body, "stream": True}, headers=_auth(), timeout=60
     ) as r:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
-        for event, data in _sse(r.iter_lines()):
+        for event, data in sse_events(r.iter_lines()):
             arrivals.append((time.perf_counter() - started, event, data))
     plain = httpx.post(f"{served.open_base}/v1/qa", json=body, timeout=60).json()
     llm.rules.pop(0)
@@ -295,7 +282,7 @@ def test_closing_the_stream_stops_the_generation(served, scripted_llm_server) ->
             timeout=60,
         ) as r:
             assert r.status_code == 200
-            first_token = next(data for event, data in _sse(r.iter_lines()) if event == "token")
+            first_token = next(data for event, data in sse_events(r.iter_lines()) if event == "token")
         closed = time.perf_counter()
         assert json.loads(first_token)["text"] == "Carl"
         record = next(s for s in streaming.streams if question in str(s.prompt))

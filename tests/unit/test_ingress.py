@@ -25,6 +25,7 @@ from starlette.datastructures import Headers
 import serving.metrics
 from serving.deployments.ingress import GuardPolicy, QAIngress, RequestGuard, bearer_token_ok
 from serving.settings import QAAppSettings
+from tests.support.sse import sse_events_in
 
 TOKEN = "s3cret-token"
 TOKEN_ENV = "HOPRAG_UNIT_TEST_TOKEN"
@@ -691,25 +692,12 @@ def test_deleting_a_document_and_reading_a_job(make_client: Make) -> None:
     _error(client.get("/v1/jobs/job-404", headers=_auth()), 404, "not_found")
 
 
-def _sse(text: str) -> list[tuple[str, str]]:
-    """(event, data) of each Server-Sent Event in a body (``message`` when unnamed)."""
-    events = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        fields = [line.partition(":")[::2] for line in block.split("\n") if line and not line.startswith(":")]
-        if fields:
-            event = next((v.strip() for k, v in fields if k == "event"), "message")
-            events.append(
-                (event, "\n".join(v[1:] if v.startswith(" ") else v for k, v in fields if k == "data"))
-            )
-    return events
-
-
 def test_a_streamed_answer_is_stage_and_token_events_then_the_usual_body(make_client: Make) -> None:
     client, qa = make_client()
     plain = client.post("/v1/qa", json={"question": "Who?"}, headers=_auth()).json()
     r = client.post("/v1/qa", json={"question": "Who?", "stream": True}, headers=_auth())
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
-    events = _sse(r.text)
+    events = sse_events_in(r.text)
     assert [e for e, _ in events] == ["stage", "stage", "token", "token", "answer"]
     assert json.loads(events[0][1])["stage"] == "started"
     assert "".join(json.loads(d)["text"] for e, d in events if e == "token") == "Carl Boese"
@@ -736,7 +724,7 @@ def test_an_error_mid_stream_is_an_error_event(make_client: Make) -> None:
     client, qa = make_client()
     qa.stream_items = [*_stream_items()[:3], RuntimeError("boom")]
     r = client.post("/v1/qa", json={"question": "Who?", "stream": True}, headers=_auth())
-    events = _sse(r.text)
+    events = sse_events_in(r.text)
     assert [e for e, _ in events] == ["stage", "stage", "token", "error"]
     error = json.loads(events[-1][1])["error"]
     assert error["type"] == "internal_error" and error["request_id"] and "boom" not in error["message"]
