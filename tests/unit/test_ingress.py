@@ -822,11 +822,12 @@ def test_the_evidence_graph_comes_with_the_answer_when_asked(make_client: Make, 
     monkeypatch.setattr(serving.evidence_graph, "evidence_graph", recording)
     plain = client.post("/v1/qa", json={"question": "Who?"}, headers=_auth()).json()
     assert plain["evidence_graph"] is None
-    with client.stream(
-        "POST", "/v1/qa", json={"question": "Who?", "stream": True, "evidence_graph": True}, headers=_auth()
-    ) as r:
-        events = [json.loads(line[5:]) for line in r.iter_lines() if line.startswith("data:")]
-    graph = events[-1]["evidence_graph"]
+    r = client.post(
+        "/v1/qa", json={"question": "Who?", "stream": True, "evidence_graph": True}, headers=_auth()
+    )
+    kind, data = sse_events_in(r.text)[-1]
+    assert kind == "answer"
+    graph = json.loads(data)["evidence_graph"]
     assert [n["entity"] for n in graph["nodes"]] == ["My Cousin From Warsaw", "Carl Boese"]
     assert graph["paths"] == [["My Cousin From Warsaw", "Carl Boese"]] and graph["edges"][0]["on_path"]
     assert graph["svg"].count("data-entity=") == 2 and 'data-relation="directed by"' in graph["svg"]
