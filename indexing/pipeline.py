@@ -19,7 +19,7 @@ from hoprag.config import dump_config
 from hoprag.embedding import Embedder, SentenceTransformerEmbedder
 from hoprag.extraction.prompts import PROMPT_VERSION
 from hoprag.kg.index import KGIndex
-from hoprag.kg.store import KGIndexError, write_snapshot
+from hoprag.kg.store import KGIndexError, index_writer_lock, write_snapshot
 from hoprag.kg.tables import KIND_EQUIVALENT, MANIFEST, triple_texts
 from hoprag.linking.linker import normalize_question
 from hoprag.llm.factory import LLMBackendConfig, expected_model_id
@@ -314,9 +314,17 @@ def build_index(
     add: bool = False,
     delete_titles: Sequence[str] = (),
 ) -> IndexSummary:
-    """Build (or resume, extend, shrink) the index at ``out``; see ``hoprag index --help``."""
-    started = time.perf_counter()
+    """Build (or resume, extend, shrink) the index at ``out``; see ``hoprag index --help``. One
+    writer at a time per index (:func:`~hoprag.kg.store.index_writer_lock`; a second one waits)."""
     out = Path(out)
+    with index_writer_lock(out):
+        return _build_index_locked(out, config, corpus, add, delete_titles)
+
+
+def _build_index_locked(
+    out: Path, config: IndexConfig, corpus: Corpus | None, add: bool, delete_titles: Sequence[str]
+) -> IndexSummary:
+    started = time.perf_counter()
     summary = IndexSummary()
     previous = _open_previous(out, modifying=bool(add or delete_titles))
     if (add or delete_titles) and corpus is None and previous is None:
@@ -523,28 +531,29 @@ def build_index_from_graph(
     summary = IndexSummary(graph_source=str(stage1.path))
     summary.input_problems.update(stage1.problems)
     summary.documents = len(stage1.documents)
-    previous = _open_previous(out, modifying=False)
-    all_questions = [dict(q, split=split) for split, qs in sorted(stage1.questions.items()) for q in qs]
-    _write_index(
-        out,
-        config,
-        summary,
-        GraphInput(
-            stage1.documents,
-            stage1.doc_triples,
-            stage1.doc_entities,
-            stage1.unattributed_triples,
-            stage1.equivalent_pairs,
-        ),
-        all_questions,
-        [[] for _ in all_questions],
-        _previous_state(previous, config),
-        {
-            "llm_model_id": None,
-            "prompt_version": None,
-            "source": {"format": GFM_RAG_STAGE1, "path": str(stage1.path)},
-        },
-        started,
-        embedder,
-    )
+    with index_writer_lock(out):
+        previous = _open_previous(out, modifying=False)
+        all_questions = [dict(q, split=split) for split, qs in sorted(stage1.questions.items()) for q in qs]
+        _write_index(
+            out,
+            config,
+            summary,
+            GraphInput(
+                stage1.documents,
+                stage1.doc_triples,
+                stage1.doc_entities,
+                stage1.unattributed_triples,
+                stage1.equivalent_pairs,
+            ),
+            all_questions,
+            [[] for _ in all_questions],
+            _previous_state(previous, config),
+            {
+                "llm_model_id": None,
+                "prompt_version": None,
+                "source": {"format": GFM_RAG_STAGE1, "path": str(stage1.path)},
+            },
+            started,
+            embedder,
+        )
     return summary

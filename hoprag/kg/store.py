@@ -16,12 +16,16 @@ and a *sampled* sha256 (``samples``: the hash of ``chunks`` fixed-offset chunks 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -162,6 +166,51 @@ def _tables_to_files(tables: KGTables, out: Path, ann_min_rows: int | None = Non
         triple_id=adj.triple_id,
         outgoing=adj.outgoing,
     )
+
+
+WRITER_LOCK = ".writer.lock"
+
+
+@contextlib.contextmanager
+def index_writer_lock(index_dir: Path, wait_note_s: float = 1.0) -> Iterator[None]:
+    """Hold the index directory's writer lock (``.writer.lock``, an exclusive ``flock``) for the
+    block: one build, ``--add`` or ``--delete`` at a time per index, whoever runs it (the CLI, a
+    serving app's update job, a second machine on a shared volume that honours ``flock``).
+
+    Without it, two writers would each extend the snapshot they read and the last manifest would
+    drop the other's documents, and one writer's clean-up could delete the other's half-written
+    snapshot. A second writer waits (saying so, with the holder's pid and start time, after
+    ``wait_note_s``); the lock goes with the process, so a killed writer never leaves it held.
+    Readers (serving replicas) never take it: they follow the manifest.
+    """
+    index_dir.mkdir(parents=True, exist_ok=True)
+    path = index_dir / WRITER_LOCK
+    with open(path, "a+", encoding="utf-8") as handle:
+        deadline = time.monotonic() + wait_note_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    handle.seek(0)
+                    holder = handle.read().strip() or "another process"
+                    logging.getLogger(__name__).warning(
+                        "%s is being written by %s; waiting for it to finish", index_dir, holder
+                    )
+                    fcntl.flock(handle, fcntl.LOCK_EX)
+                    break
+                time.sleep(0.05)
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(
+                f"pid {os.getpid()} on {os.uname().nodename} since {time.strftime('%Y-%m-%dT%H:%M:%S')}"
+            )
+            handle.flush()
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def write_snapshot(
