@@ -25,6 +25,7 @@ Layout of an index directory::
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,6 +76,30 @@ def triple_texts(
 def document_passage(title: str, text: str) -> str:
     """What a document's vector embeds (the dense retriever's passage): title, then text."""
     return f"{title}\n{text}".strip()
+
+
+class TripleDocuments:
+    """Triple id → its documents' ids, read-only, as CSR arrays: ``docs[t]`` is a list of ints,
+    ``len(docs)`` the number of triples, and iterating yields each triple's list in id order."""
+
+    def __init__(self, offsets: np.ndarray, doc_ids: np.ndarray) -> None:
+        self.offsets = offsets
+        self.doc_ids = doc_ids
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, triple_id: int) -> list[int]:
+        if not -len(self) <= triple_id < len(self):
+            raise IndexError(f"triple id {triple_id} out of range ({len(self)} triples)")
+        triple_id %= len(self)
+        return self.doc_ids[self.offsets[triple_id] : self.offsets[triple_id + 1]].tolist()
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return (self[t] for t in range(len(self)))
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
 
 
 @dataclass

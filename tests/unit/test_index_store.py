@@ -260,3 +260,17 @@ def test_add_and_delete_refuse_a_corrupted_previous_index(
     assert main(["index", "--corpus", str(corpus), "--out", str(index), "--add"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("hoprag: refusing --add/--delete on a damaged index") and "Traceback" not in err
+
+
+def test_triple_documents_read_back_as_written_without_a_list_per_triple(tmp_path: Path, embedder) -> None:
+    tables = film_tables(embedder)
+    written = [list(d) for d in tables.triple_doc_ids]
+    written[0] = []  # a triple no document states (e.g. a synonym edge)
+    tables.triple_doc_ids = written
+    store.write_snapshot(tmp_path / "ix", tables, {})
+    docs = KGIndex(tmp_path / "ix").triple_doc_ids
+    assert len(docs) == len(written) and list(docs) == written
+    assert docs[0] == [] and docs[-1] == written[-1] and all(isinstance(d, int) for d in docs[1])
+    with pytest.raises(IndexError):
+        docs[len(written)]
+    assert docs.offsets.dtype.kind == "i" and len(docs.doc_ids) == sum(map(len, written))
