@@ -78,6 +78,7 @@ class EvidenceGraph:
     width: int = 0
     height: int = 0
     svg: str = ""
+    labelled: bool = False  # set by place_labels (render_svg places labels first when it is not)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the SVG and the nodes/edges/paths it draws (without positions)."""
@@ -266,6 +267,11 @@ def _radius(node: GraphNode) -> float:
     return 13.0 if node.answer or node.seed else 11.0 if node.top else 8.0
 
 
+def _outer_radius(node: GraphNode) -> float:
+    """The node's radius with its seed / answer ring."""
+    return _radius(node) + (4 if node.seed or node.answer else 0)
+
+
 def _node_font(node: GraphNode) -> int:
     return 13 if node.answer or node.seed else 11
 
@@ -310,13 +316,13 @@ def text_box(x: float, y: float, text: str, font_size: float, anchor: str = "mid
 
 
 def _circle_box(node: GraphNode) -> Box:
-    r = _radius(node) + (4 if node.seed or node.answer else 0)
+    r = _outer_radius(node)
     return Box(node.x - r, node.y - r, node.x + r, node.y + r)
 
 
 def _node_label_candidates(node: GraphNode) -> list[tuple[float, float, str]]:
     """(dx, dy, text-anchor) of the places a node's label may go: below, above, right, left."""
-    r = _radius(node) + (4 if node.seed or node.answer else 0)
+    r = _outer_radius(node)
     font = _node_font(node)
     return [
         (0.0, r + font + 2, "middle"),
@@ -450,6 +456,7 @@ def place_labels(graph: EvidenceGraph, search: bool = True) -> EvidenceGraph:
         place_node(node)
     for edge in (e for e in edges if not e.on_path):
         place_edge(edge)
+    graph.labelled = True
     return graph
 
 
@@ -491,8 +498,8 @@ def readability(graph: EvidenceGraph, fit_width: float = 1120.0, min_overlap: fl
 
 def render_svg(graph: EvidenceGraph) -> str:
     """The laid-out, labelled graph as one standalone ``<svg>`` element (all text escaped)."""
-    if any(e.curve is None and e.head != e.tail for e in graph.edges):
-        place_labels(graph)  # laid out but not yet labelled
+    if not graph.labelled:
+        place_labels(graph)
     by_name = {n.entity: n for n in graph.nodes}
     parts: list[str] = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="evidence-graph" viewBox="0 0 {graph.width} '
@@ -555,7 +562,7 @@ def render_svg(graph: EvidenceGraph) -> str:
         r = _radius(n)
         dash = ' stroke-dasharray="4 2"' if n.seed and not n.answer else ""
         ring = (
-            f'<circle r="{r + 4:.0f}" fill="none" stroke="{PATH_COLOUR if n.answer else "#222"}" '
+            f'<circle r="{_outer_radius(n):.0f}" fill="none" stroke="{PATH_COLOUR if n.answer else "#222"}" '
             f'stroke-width="{3 if n.answer else 2}"{dash}/>'
             if n.seed or n.answer
             else ""

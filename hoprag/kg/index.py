@@ -170,9 +170,8 @@ class KGIndex:
         """Triple id → the ids of the documents it was extracted from (kept as two int arrays, not
         a Python list per triple: ~8 bytes per triple instead of ~100 at 1M triples)."""
         column = pq.read_table(self.snapshot / "triples.parquet", columns=["doc_ids"]).column("doc_ids")
+        # A list array's offsets index its whole child array (sliced or not), so they pair with .values.
         lists = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-        if lists.offset:  # a sliced array's offsets point past its start: make them start at 0
-            lists = pa.concat_arrays([lists])
         return TripleDocuments(
             np.asarray(lists.offsets.to_numpy(zero_copy_only=False), dtype=np.int64),
             np.asarray(lists.values.to_numpy(zero_copy_only=False), dtype=np.int64),

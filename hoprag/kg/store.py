@@ -171,6 +171,15 @@ def _tables_to_files(tables: KGTables, out: Path, ann_min_rows: int | None = Non
 WRITER_LOCK = ".writer.lock"
 
 
+def _try_flock(handle: Any) -> bool:
+    """Take ``handle``'s exclusive flock if it is free (False when another holder has it)."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def index_writer_lock(index_dir: Path, wait_note_s: float = 1.0) -> Iterator[None]:
     """Hold the index directory's writer lock (``.writer.lock``, an exclusive ``flock``) for the
@@ -187,20 +196,16 @@ def index_writer_lock(index_dir: Path, wait_note_s: float = 1.0) -> Iterator[Non
     path = index_dir / WRITER_LOCK
     with open(path, "a+", encoding="utf-8") as handle:
         deadline = time.monotonic() + wait_note_s
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        while not _try_flock(handle):
+            if time.monotonic() >= deadline:
+                handle.seek(0)
+                holder = handle.read().strip() or "another process"
+                logging.getLogger(__name__).warning(
+                    "%s is being written by %s; waiting for it to finish", index_dir, holder
+                )
+                fcntl.flock(handle, fcntl.LOCK_EX)
                 break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    handle.seek(0)
-                    holder = handle.read().strip() or "another process"
-                    logging.getLogger(__name__).warning(
-                        "%s is being written by %s; waiting for it to finish", index_dir, holder
-                    )
-                    fcntl.flock(handle, fcntl.LOCK_EX)
-                    break
-                time.sleep(0.05)
+            time.sleep(0.05)
         try:
             handle.seek(0)
             handle.truncate()
