@@ -233,7 +233,13 @@ def layout(graph: EvidenceGraph, px_per_node: float = 150.0) -> EvidenceGraph:
     for component, side in zip(components, sides, strict=True):
         if x > 0 and x + side > row_limit + 1e-9:  # next row
             x, y, row_height = 0.0, y + row_height, 0.0
-        pos = _component_layout(g.subgraph(component))
+        # A copy with the nodes in sorted order: a subgraph view of a small component iterates a
+        # set of names, whose order changes from process to process (string hashing), and
+        # Kamada-Kawai's start positions follow node order, so replicas would draw different pictures.
+        sub = nx.Graph()
+        sub.add_nodes_from(component)
+        sub.add_edges_from(sorted(tuple(sorted(edge)) for edge in g.subgraph(component).edges))
+        pos = _component_layout(sub)
         for name, (px, py) in pos.items():  # [-1, 1] → the component's square, 10% inset
             placed[name] = (x + side * (0.5 + 0.4 * px), y + side * (0.5 + 0.4 * py))
         x += side

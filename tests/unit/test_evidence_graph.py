@@ -155,3 +155,28 @@ def test_the_svg_leaves_out_exactly_the_hidden_labels() -> None:
     texts = [t for t in ET.fromstring(graph.svg).iter(f"{SVG}text") if t.get("class") == "edge-label"]
     assert len(texts) == sum(e.label_shown for e in graph.edges) < len(graph.edges)
     assert graph.to_dict()["hidden_labels"] == len(graph.edges) - len(texts)
+
+
+def test_the_same_answer_gives_the_same_picture_in_every_process() -> None:
+    """Replicas are separate processes with their own string-hash seeds: the layout must not depend
+    on the iteration order of a set of names."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import random; from serving.graph_bench import random_answer; "
+        "from serving.evidence_graph import evidence_graph; rng = random.Random(5); "
+        "print(''.join(evidence_graph(random_answer(n, rng)).svg for n in (5, 10, 25, 50)))"
+    )
+    pictures = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (1, 2, 3)
+    }
+    assert len(pictures) == 1
