@@ -26,6 +26,7 @@ from hoprag.data.synthetic import (
 from hoprag.data.synthetic.documents import FRAMES
 from hoprag.data.synthetic.phrasing import (
     FILLERS,
+    INTRO_TYPE_WORDS,
     INTROS,
     MASS_SENTENCES,
     PHRASE_KINDS,
@@ -666,7 +667,10 @@ def _check_facts_json(b: SyntheticBenchmark) -> None:
                 assert title in sentence, (title, f)
             if f["type"] == "attribute":
                 assert f["head"] == title
-                value = str(own.attributes["kind" if f["relation"] == "kind" else f["relation"]])
+                if f["relation"] == "kind" and "kind" not in own.attributes:
+                    value = INTRO_TYPE_WORDS[own.type]
+                else:
+                    value = str(own.attributes["kind" if f["relation"] == "kind" else f["relation"]])
                 assert value in f["tail"] and f["tail"] in sentence, (title, f)
                 continue
             triple = (f["head"], f["relation"], f["tail"])
@@ -685,6 +689,22 @@ def _check_facts_json(b: SyntheticBenchmark) -> None:
 
 def test_facts_json_is_stated_and_consistent(any_bench: SyntheticBenchmark) -> None:
     _check_facts_json(any_bench)
+
+
+def test_every_intro_states_a_kind_and_facts_json_records_it(bench: SyntheticBenchmark) -> None:
+    """An intro says what its entity is ("X is a gene", "The city of X"): with the world's kind, or for
+    types the world gives none with the type word, which facts.json must then record as the ``kind``
+    attribute (else a correct ``(X | is a | gene)`` scores as a wrong triple in ``bench extract``)."""
+    for etype, templates in INTROS.items():
+        for template in templates:
+            if etype in INTRO_TYPE_WORDS:
+                assert "{kind}" not in template and INTRO_TYPE_WORDS[etype] in template, (etype, template)
+            else:
+                assert "{kind}" in template, (etype, template)
+    for entity in bench.entities:
+        kinds = [f for f in bench.document_facts[entity.name] if f["relation"] == "kind"]
+        assert len(kinds) == 1, (entity.name, kinds)
+        assert kinds[0]["template"].startswith(f"intro:{entity.type}/")
 
 
 def test_facts_json_written_and_indexing_ignores_it(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from .phrasing import (
     APPOSITION,
     FILLERS,
     FRONTED,
+    INTRO_TYPE_WORDS,
     INTROS,
     MASS_SENTENCES,
     MODIFIER_KINDS,
@@ -277,6 +278,9 @@ class _Renderer:
             if w.kind[eid]:
                 kind = w.kind[eid].split(" ", 1)[1] + (" company" if etype == "company" else "")
                 record(name, "kind", kind, s.template_id, "attribute", SINGLE)
+            elif etype in INTRO_TYPE_WORDS:
+                # The intro says what the entity is even where the world draws no kind: a true fact.
+                record(name, "kind", INTRO_TYPE_WORDS[etype], s.template_id, "attribute", SINGLE)
         elif s.frame == "mass":
             record(name, "mass_kda", f"{w.mass[eid]} kilodaltons", s.template_id, "attribute", SINGLE)
         for f in s.facts:

@@ -406,6 +406,20 @@ INTROS: dict[str, tuple[str, ...]] = {
 """The first sentence of each document: names the entity and states its year (and kind). The ones
 that start with "{s} " can host a modifier phrase."""
 
+INTRO_TYPE_WORDS: dict[str, str] = {
+    "country": "country",
+    "city": "city",
+    "university": "university",
+    "film": "film",
+    "disease": "disease",
+    "gene": "gene",
+    "protein": "protein",
+    "pharma": "pharmaceutical company",
+}
+"""What every intro of an entity type without a world kind says the entity is ("X is a gene ..."), so
+that ``facts.json`` records that statement as a ``kind`` attribute like the kinds the world draws.
+Types not listed state their world kind (``{kind}``)."""
+
 MASS_SENTENCES = (
     "{s} has a mass of {m} kilodaltons.",
     "The mass of {s} is {m} kilodaltons.",
