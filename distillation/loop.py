@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from distillation.config import DistillConfig
+from distillation.config import DistillConfig, LoraSettings
 
 STATE_FILE = "distill_state.json"
 OPTIMIZER_FILE = "optimizer.pt"
@@ -87,11 +87,28 @@ def load_base(config: DistillConfig) -> tuple[Any, Any]:
     return model, tokenizer
 
 
+def with_lora(base: Any, lora: LoraSettings) -> Any:
+    """``base`` wrapped by ``peft`` with fresh LoRA adapters as ``lora`` says (modules, layers)."""
+    from peft import LoraConfig, get_peft_model
+
+    return get_peft_model(
+        base,
+        LoraConfig(
+            r=lora.r,
+            lora_alpha=lora.alpha,
+            lora_dropout=lora.dropout,
+            target_modules=list(lora.target_modules),
+            layers_to_transform=lora.layers,
+            task_type="CAUSAL_LM",
+        ),
+    )
+
+
 def distill_loop_per_worker(params: dict[str, Any]) -> None:
     """Entry point of each Ray Train worker (``params``: config dict, data directory, run dir)."""
     import ray.train
     import torch
-    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+    from peft import set_peft_model_state_dict
     from ray.train import Checkpoint
     from safetensors.torch import load_file
 
@@ -102,17 +119,7 @@ def distill_loop_per_worker(params: dict[str, Any]) -> None:
     if not config.run.use_gpu:
         torch.set_num_threads(max(1, int(config.run.cpus_per_worker)))
     base, tokenizer = load_base(config)
-    lora = config.lora
-    peft_model = get_peft_model(
-        base,
-        LoraConfig(
-            r=lora.r,
-            lora_alpha=lora.alpha,
-            lora_dropout=lora.dropout,
-            target_modules=list(lora.target_modules),
-            task_type="CAUSAL_LM",
-        ),
-    )
+    peft_model = with_lora(base, config.lora)
     optimizer = torch.optim.AdamW(
         [p for p in peft_model.parameters() if p.requires_grad],
         lr=config.optim.learning_rate,

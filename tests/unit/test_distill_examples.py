@@ -99,6 +99,49 @@ def test_the_target_only_loss_equals_the_full_logits_loss() -> None:
     assert torch.allclose(ours, reference, atol=1e-5)
 
 
+def test_lora_layers_adapt_only_those_layers_and_leave_the_rest_without_gradient_work() -> None:
+    """``lora.layers``: adapters in the listed layers only; a backward pass reaches no layer below them
+    (why it is faster), and the default adapts every layer."""
+    import torch
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    from distillation.config import LoraSettings
+    from distillation.loop import target_loss, with_lora
+
+    def tiny() -> Gemma3ForCausalLM:
+        torch.manual_seed(0)
+        config = Gemma3TextConfig(
+            vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+            num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=8,
+        )  # fmt: skip
+        return Gemma3ForCausalLM(config)
+
+    def adapted_layers(model: torch.nn.Module) -> set[int]:
+        return {
+            int(n.split(".layers.")[1].split(".")[0]) for n, _ in model.named_parameters() if "lora_" in n
+        }
+
+    assert adapted_layers(with_lora(tiny(), LoraSettings(r=2))) == {0, 1, 2}
+    model = with_lora(tiny(), LoraSettings(r=2, layers=[2, 1]))
+    assert adapted_layers(model) == {1, 2}
+    reached: list[str] = []
+    for name, module in model.named_modules():
+        if name.endswith("mlp"):
+            module.register_full_backward_hook(lambda m, gi, go, name=name: reached.append(name))
+    ids = torch.randint(1, 97, (2, 10))
+    labels = ids.clone()
+    labels[:, :5] = -100
+    target_loss(
+        model, {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+    ).backward()
+    assert sorted(int(n.split(".layers.")[1].split(".")[0]) for n in reached) == [1, 2]
+    assert all(p.grad is not None for n, p in model.named_parameters() if "lora_B" in n)
+    with pytest.raises(ValueError, match="distinct layer indices"):
+        LoraSettings(layers=[1, 1])
+    with pytest.raises(ValueError, match="distinct layer indices"):
+        LoraSettings(layers=[])
+
+
 def _doc(title: str, *triples: tuple[str, str, str]) -> ContextDocument:
     text = " ".join(f"{h} {r} {t}." for h, r, t in triples)
     return ContextDocument(title, text, tuple(triples))
