@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from distillation.config import AnswerTaskSettings, DistillConfig
@@ -72,19 +74,31 @@ def test_the_held_out_split_is_stable_and_the_data_hash_ignores_order() -> None:
     assert data_hash(examples) == data_hash(reversed(examples)) != data_hash(examples[1:])
 
 
-def test_the_target_only_loss_equals_the_full_logits_loss() -> None:
-    """``target_loss`` skips the prompt's logits; it must give the loss HF computes from all of them."""
+def _tiny_gemma(num_hidden_layers: int) -> Any:
+    """A seeded, randomly initialised Gemma 3 of a few thousand parameters (vocabulary of 97)."""
     import torch
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
-    from distillation.loop import target_loss
-
     torch.manual_seed(0)
     config = Gemma3TextConfig(
-        vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=num_hidden_layers,
         num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=8,
     )  # fmt: skip
-    model = Gemma3ForCausalLM(config).eval()
+    return Gemma3ForCausalLM(config)
+
+
+def _layer_of(parameter_or_module_name: str) -> int:
+    """The transformer layer index in a name like ``base_model.model.model.layers.2.mlp``."""
+    return int(parameter_or_module_name.split(".layers.")[1].split(".")[0])
+
+
+def test_the_target_only_loss_equals_the_full_logits_loss() -> None:
+    """``target_loss`` skips the prompt's logits; it must give the loss HF computes from all of them."""
+    import torch
+
+    from distillation.loop import target_loss
+
+    model = _tiny_gemma(2).eval()
     ids = torch.randint(1, 97, (3, 12))
     mask = torch.ones_like(ids)
     mask[2, 9:] = 0  # right padding
@@ -103,26 +117,15 @@ def test_lora_layers_adapt_only_those_layers_and_leave_the_rest_without_gradient
     """``lora.layers``: adapters in the listed layers only; a backward pass reaches no layer below them
     (why it is faster), and the default adapts every layer."""
     import torch
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
     from distillation.config import LoraSettings
     from distillation.loop import target_loss, with_lora
 
-    def tiny() -> Gemma3ForCausalLM:
-        torch.manual_seed(0)
-        config = Gemma3TextConfig(
-            vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
-            num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=8,
-        )  # fmt: skip
-        return Gemma3ForCausalLM(config)
-
     def adapted_layers(model: torch.nn.Module) -> set[int]:
-        return {
-            int(n.split(".layers.")[1].split(".")[0]) for n, _ in model.named_parameters() if "lora_" in n
-        }
+        return {_layer_of(n) for n, _ in model.named_parameters() if "lora_" in n}
 
-    assert adapted_layers(with_lora(tiny(), LoraSettings(r=2))) == {0, 1, 2}
-    model = with_lora(tiny(), LoraSettings(r=2, layers=[2, 1]))
+    assert adapted_layers(with_lora(_tiny_gemma(3), LoraSettings(r=2))) == {0, 1, 2}
+    model = with_lora(_tiny_gemma(3), LoraSettings(r=2, layers=[2, 1]))
     assert adapted_layers(model) == {1, 2}
     reached: list[str] = []
     for name, module in model.named_modules():
@@ -134,7 +137,7 @@ def test_lora_layers_adapt_only_those_layers_and_leave_the_rest_without_gradient
     target_loss(
         model, {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
     ).backward()
-    assert sorted(int(n.split(".layers.")[1].split(".")[0]) for n in reached) == [1, 2]
+    assert sorted(_layer_of(n) for n in reached) == [1, 2]
     assert all(p.grad is not None for n, p in model.named_parameters() if "lora_B" in n)
     with pytest.raises(ValueError, match="distinct layer indices"):
         LoraSettings(layers=[1, 1])
