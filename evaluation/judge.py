@@ -126,13 +126,15 @@ def _spec(
         )
         stop = ("\n\n",) if multiline else ("\n",)
         return PromptSpec(
-            f"{task}\n\n{examples}\n\n{instance}", GenerationParams(max_tokens, 0.0, stop), "lines"
+            f"{task}\n\n{examples}\n\n{instance}",
+            GenerationParams(max_tokens, 0.0, stop, task="judge"),
+            "lines",
         )
     messages: list[ChatMessage] = [{"role": "system", "content": task + _CHAT_FORMAT[multiline]}]
     for block, out in shots:
         messages += [{"role": "user", "content": block}, {"role": "assistant", "content": out}]
     messages.append({"role": "user", "content": instance})
-    return PromptSpec(messages, GenerationParams(max_tokens, 0.0, ()), "lines")
+    return PromptSpec(messages, GenerationParams(max_tokens, 0.0, (), task="judge"), "lines")
 
 
 def judge_prompt(question: str, golds: Sequence[str], answer: str, style: PromptStyle) -> PromptSpec:

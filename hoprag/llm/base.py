@@ -39,6 +39,11 @@ class GenerationParams:
     past :data:`MAX_LINE_CHARS` or :data:`MAX_LINE_SEPARATORS` (small models loop on list outputs, e.g. ``(X | in 1922 | in 1922 | ...``;
     in a batch one looping row would otherwise hold every row until ``max_new_tokens``).
     Backends without such control may ignore it; list parsers drop or de-duplicate such lines."""
+    task: str | None = None
+    """The pipeline task the prompt belongs to (``openie``, ``ner``, ``answer``, ``plan``, ``update``,
+    ``judge``, ...; set by the prompt builders). A backend serving a distilled student applies its
+    adapter only to the tasks the student was trained on (:func:`adapter_applies`); ``None``: the
+    adapter applies."""
 
 
 MAX_LINE_CHARS = 200
@@ -49,6 +54,15 @@ def uses_student_prompt(llm: object, task: str) -> bool:
     """Whether ``llm`` is a distilled student trained on ``task`` (``openie``, ``ner``): it then gets
     the task's short student prompt (its adapter's ``student.json`` lists the tasks)."""
     return task in getattr(llm, "student_tasks", ())
+
+
+def adapter_applies(student_tasks: frozenset[str], task: str | None) -> bool:
+    """Whether a backend's LoRA adapter serves a prompt of ``task``. A distilled student (an adapter
+    whose student.json lists tasks) serves only those tasks; every other prompt goes to the base
+    model, because training on a few tasks un-teaches the rest (measured: the merged student answers
+    the planner's few-shot plan prompt with an answer, "1. 1950", where the base model writes steps).
+    An adapter without listed tasks, or a prompt without a task, keeps the adapter."""
+    return not student_tasks or task is None or task in student_tasks
 
 
 def is_degenerate_list_output(text: str) -> bool:

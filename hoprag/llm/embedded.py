@@ -31,6 +31,7 @@ from hoprag.llm.base import (
     GenerationParams,
     Prompt,
     PromptStyle,
+    adapter_applies,
     is_degenerate_list_output,
     render_chat_as_completion,
     truncate_at_stop,
@@ -69,8 +70,9 @@ class EmbeddedLLMConfig(StrictModel):
     adapter: str | None = Field(
         default=PACKAGED_STUDENT,
         description="A LoRA adapter directory of this base model (`hoprag distill` output, or any PEFT "
-        "adapter): merged into the weights at load. When it holds a student.json, the tasks listed "
-        "there use the short student prompts. Part of the model id, so caches key on its content. "
+        "adapter): merged at load into a copy of the weights it changes. When it holds a student.json, "
+        "the tasks listed there use the short student prompts and the adapter; other prompts (plan, "
+        "update, judge) get the base model. Part of the model id, so caches key on its content. "
         f"'{PACKAGED_STUDENT}' (the default): the distilled student shipped with hoprag "
         "(docs/distillation.md), for the packaged base only (no adapter when model_path is set); "
         "null: the base model with its few-shot prompts.",
@@ -190,18 +192,23 @@ class EmbeddedLLM:
         self._dtype = _torch_dtype(self.config.dtype)
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=self._dtype)
         self.student_tasks: frozenset[str] = frozenset()
+        self._base = None  # the model without the adapter, for prompts of other tasks
         adapter = self.config.adapter_dir
         if adapter is not None:
-            from hoprag.llm.adapters import merge_adapter, student_tasks
+            from hoprag.llm.adapters import merged_beside, student_tasks
 
-            model = merge_adapter(model, adapter)
-            # peft leaves the merged weights frozen; in PyTorch 2.13 a frozen weight sends `linear`
-            # on the last-token slice HF takes of the hidden states down a path that copies the
+            self.student_tasks = student_tasks(adapter)
+            base = model
+            model = merged_beside(base, adapter)
+            # peft leaves the weights frozen; in PyTorch 2.13 a frozen weight sends `linear` on
+            # the last-token slice HF takes of the hidden states down a path that copies the
             # 262k x 640 output matrix per call (measured: 13 s per batch of 16 instead of 1 s).
             # Generation runs under inference_mode either way, so restoring the loader's flags
             # costs nothing.
             model.requires_grad_(True)
-            self.student_tasks = student_tasks(adapter)
+            base.requires_grad_(True)
+            if self.student_tasks:
+                self._base = base.eval()
         self._model = model.eval()
         self._name = self.config.model_path or EMBEDDED_MODEL_NAME
         self.streams_cancelled = 0  # streams whose consumer stopped before generation ended
@@ -325,8 +332,11 @@ class EmbeddedLLM:
             kwargs["stopping_criteria"] = criteria
         if streamer is not None:
             kwargs["streamer"] = streamer
+        model = self._model
+        if self._base is not None and not adapter_applies(self.student_tasks, params.task):
+            model = self._base
         with torch.inference_mode():
-            out = self._model.generate(**enc, **kwargs)
+            out = model.generate(**enc, **kwargs)
         prompt_len = enc["input_ids"].shape[1]
         prompt_tokens = enc["attention_mask"].sum(dim=1).tolist()
         completions = []

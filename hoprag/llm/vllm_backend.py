@@ -32,7 +32,9 @@ LoRA adapters (``VLLMConfig.adapter``, e.g. a ``hoprag distill`` student). vLLM 
 on top of the base weights (nothing is merged); the adapter's content hash is part of the model id.
 
 * in-process: ``vllm.LLM(..., enable_lora=True, max_lora_rank=...)`` and every ``generate`` /
-  ``chat`` call gets ``lora_request=LoRARequest(name, 1, path)`` (:func:`lora_request_kwargs`).
+  ``chat`` call of the student's own tasks gets ``lora_request=LoRARequest(name, 1, path)``
+  (:func:`lora_request_kwargs`); prompts of other tasks go to the base weights
+  (:func:`~hoprag.llm.base.adapter_applies`).
 * Ray Data (``ray/llm/_internal/batch/`` of Ray 2.60): there is no LoRA field of its own besides
   ``dynamic_lora_loading_path`` (``processor/vllm_engine_proc.py:66``, a remote s3/gs folder of
   adapters, not used here); ``engine_kwargs`` go to ``vllm.AsyncEngineArgs`` unchanged
@@ -59,6 +61,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -74,6 +77,7 @@ from hoprag.llm.base import (
     GenerationParams,
     Prompt,
     PromptStyle,
+    adapter_applies,
     render_chat_as_completion,
     truncate_at_stop,
 )
@@ -481,21 +485,35 @@ class VLLMEngineLLM:
         sampling = self._vllm.SamplingParams(**to_sampling_params(params))
         with self._lock:
             if texts:
-                done = self._run_group(self._generate_texts, [t for _, t in texts], sampling, params.stop)
+                done = self._run_group(
+                    partial(self._generate_texts, task=params.task),
+                    [t for _, t in texts],
+                    sampling,
+                    params.stop,
+                )
                 for (i, _), c in zip(texts, done, strict=True):
                     results[i] = c
             if chats:
-                done = self._run_group(self._generate_chats, [m for _, m in chats], sampling, params.stop)
+                done = self._run_group(
+                    partial(self._generate_chats, task=params.task),
+                    [m for _, m in chats],
+                    sampling,
+                    params.stop,
+                )
                 for (i, _), c in zip(chats, done, strict=True):
                     results[i] = c
         assert all(c is not None for c in results)
         return [c for c in results if c is not None]
 
-    def _generate_texts(self, items: list[Any], sampling: Any) -> list[Any]:
-        return list(self._llm.generate(items, sampling, use_tqdm=False, **self._request_kwargs))
+    def _generate_texts(self, items: list[Any], sampling: Any, task: str | None = None) -> list[Any]:
+        return list(self._llm.generate(items, sampling, use_tqdm=False, **self._lora_for(task)))
 
-    def _generate_chats(self, items: list[Any], sampling: Any) -> list[Any]:
-        return list(self._llm.chat(items, sampling, use_tqdm=False, **self._request_kwargs))
+    def _generate_chats(self, items: list[Any], sampling: Any, task: str | None = None) -> list[Any]:
+        return list(self._llm.chat(items, sampling, use_tqdm=False, **self._lora_for(task)))
+
+    def _lora_for(self, task: str | None) -> dict[str, Any]:
+        """The adapter for a student's own tasks, the base model for the rest (``adapter_applies``)."""
+        return self._request_kwargs if adapter_applies(self.student_tasks, task) else {}
 
     def _run_group(
         self,

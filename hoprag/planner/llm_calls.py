@@ -82,7 +82,7 @@ class CallLedger:
 
 def _cache_key(model_id: str, prompt: Prompt, params: GenerationParams) -> str:
     return json.dumps(
-        [model_id, prompt, params.max_new_tokens, params.temperature, list(params.stop)],
+        [model_id, prompt, params.max_new_tokens, params.temperature, list(params.stop), params.task],
         ensure_ascii=False,
         separators=(",", ":"),
     )

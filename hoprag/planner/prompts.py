@@ -139,13 +139,14 @@ def _spec(
     instance: str,
     max_new_tokens: int,
     stop: tuple[str, ...],
+    name: str,
 ) -> PromptSpec:
-    """A completion transcript (task, shots, instance) or a chat exchange with the same content."""
+    """A completion transcript (task, shots, instance) or a chat exchange with the same content;
+    ``name`` is the task's name in :attr:`GenerationParams.task`."""
     if style == "completion":
         prompt = task + "\n\n" + "\n\n".join([*shots, instance])
-        return PromptSpec(
-            prompt, GenerationParams(max_new_tokens, 0.0, stop, stop_on_repeated_line=True), "lines"
-        )
+        params = GenerationParams(max_new_tokens, 0.0, stop, stop_on_repeated_line=True, task=name)
+        return PromptSpec(prompt, params, "lines")
     messages: list[ChatMessage] = [
         {
             "role": "system",
@@ -153,13 +154,19 @@ def _spec(
         },
         {"role": "user", "content": f"Example:\n{shots[0]}\n\n{_INSTANCE_MARKER}\n{instance}"},
     ]
-    return PromptSpec(messages, GenerationParams(max_new_tokens, 0.0, ()), "lines")
+    return PromptSpec(messages, GenerationParams(max_new_tokens, 0.0, (), task=name), "lines")
 
 
 def plan_prompt(question: str, style: PromptStyle, max_new_tokens: int = 96) -> PromptSpec:
     shots = [f"Question: {q}\nSteps:\n{_numbered(steps)}" for q, steps in _PLAN_SHOTS]
     return _spec(
-        style, _PLAN_TASK, shots, f"Question: {question}\nSteps:\n", max_new_tokens, ("\n\n", "Question:")
+        style,
+        _PLAN_TASK,
+        shots,
+        f"Question: {question}\nSteps:\n",
+        max_new_tokens,
+        ("\n\n", "Question:"),
+        "plan",
     )
 
 
@@ -181,10 +188,10 @@ def answer_prompt(
     clue answers. ``student``: the short prompt of a distilled student (no examples; same output)."""
     if student:
         prompt = f"{_ANSWER_TASK}\n\n{_facts_block(facts, documents)}\nQuestion: {question}\nAnswer:"
-        return PromptSpec(prompt, GenerationParams(max_new_tokens, 0.0, ("\n",)), "lines")
+        return PromptSpec(prompt, GenerationParams(max_new_tokens, 0.0, ("\n",), task="answer"), "lines")
     shots = [f"{_facts_block(f)}\nQuestion: {q}\nAnswer: {a}" for f, q, a in _ANSWER_SHOTS]
     instance = f"{_facts_block(facts, documents)}\nQuestion: {question}\nAnswer:"
-    return _spec(style, _ANSWER_TASK, shots, instance, max_new_tokens, ("\n",))
+    return _spec(style, _ANSWER_TASK, shots, instance, max_new_tokens, ("\n",), "answer")
 
 
 def update_prompt(
@@ -210,6 +217,7 @@ def update_prompt(
         block(question, found, remaining) + "\n",
         max_new_tokens,
         ("\n\n", "Question:"),
+        "update",
     )
 
 
@@ -227,7 +235,7 @@ def enhance_prompt(
         f"Question: {question}\nFound:\n{_findings(found)}\n"
         f"Remaining:\n{_numbered(remaining, len(found) + 1)}\nRewritten:\n"
     )
-    return _spec(style, _ENHANCE_TASK, [shot], instance, max_new_tokens, ("\n\n", "Question:"))
+    return _spec(style, _ENHANCE_TASK, [shot], instance, max_new_tokens, ("\n\n", "Question:"), "enhance")
 
 
 def answerable_prompt(question: str, found: Sequence[tuple[str, str]], style: PromptStyle) -> PromptSpec:
@@ -237,7 +245,7 @@ def answerable_prompt(question: str, found: Sequence[tuple[str, str]], style: Pr
         f"Question: {q}\nSearch results:\n{_findings(f[:1])}\nEnough: no",
     ]
     instance = f"Question: {question}\nSearch results:\n{_findings(found)}\nEnough:"
-    return _spec(style, _ANSWERABLE_TASK, shots, instance, 4, ("\n",))
+    return _spec(style, _ANSWERABLE_TASK, shots, instance, 4, ("\n",), "answerable")
 
 
 def final_answer_prompt(
@@ -245,7 +253,7 @@ def final_answer_prompt(
 ) -> PromptSpec:
     shots = [f"Question: {q}\nSearch results:\n{_findings(f)}\nAnswer: {a}" for q, f, a in _FINAL_SHOTS]
     instance = f"Question: {question}\nSearch results:\n{_findings(found)}\nAnswer:"
-    return _spec(style, _FINAL_TASK, shots, instance, max_new_tokens, ("\n",))
+    return _spec(style, _FINAL_TASK, shots, instance, max_new_tokens, ("\n",), "final_answer")
 
 
 def summary_prompt(
@@ -265,6 +273,7 @@ def summary_prompt(
         f"Question: {question}\nFindings:\n{lines}\nAnswer:",
         max_new_tokens,
         ("\n",),
+        "step_summary",
     )
 
 
@@ -277,7 +286,7 @@ def clue_query_prompt(
         return f"Question: {q}\nMatched: " + "; ".join(f"{a} = {b}" for a, b in m) + "\nRewritten:"
 
     shots = [f"{block(q, m)} {out}" for q, m, out in _CLUE_SHOTS]
-    return _spec(style, _CLUE_TASK, shots, block(step, matches), max_new_tokens, ("\n",))
+    return _spec(style, _CLUE_TASK, shots, block(step, matches), max_new_tokens, ("\n",), "clue_query")
 
 
 _REWRITE_TASKS = {
@@ -300,7 +309,9 @@ def rewrite_question_prompt(
     """Question preprocessing: ``denoise`` or ``enhance`` (paper: both off by default)."""
     task, before, after = _REWRITE_TASKS[mode]
     shot = f"Question: {before}\nRewritten: {after}"
-    return _spec(style, task, [shot], f"Question: {question}\nRewritten:", max_new_tokens, ("\n",))
+    return _spec(
+        style, task, [shot], f"Question: {question}\nRewritten:", max_new_tokens, ("\n",), f"{mode}_question"
+    )
 
 
 def decompose_prompt(question: str, style: PromptStyle, max_new_tokens: int = 96) -> PromptSpec:
@@ -311,7 +322,13 @@ def decompose_prompt(question: str, style: PromptStyle, max_new_tokens: int = 96
         "1. When was Carl Boese born?\n2. When was Curtis Bernhardt born?"
     )
     return _spec(
-        style, task, [shot], f"Question: {question}\nSub-questions:\n", max_new_tokens, ("\n\n", "Question:")
+        style,
+        task,
+        [shot],
+        f"Question: {question}\nSub-questions:\n",
+        max_new_tokens,
+        ("\n\n", "Question:"),
+        "decompose",
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -80,7 +81,8 @@ def test_second_load_uses_the_converted_cache(gemma, monkeypatch):
 
 def test_a_lora_adapter_loads_merged_changes_the_output_and_the_model_id(gemma, tmp_path):
     """A real PEFT LoRA adapter of the packaged Gemma (random, non-zero B so it changes the
-    function), loaded by config as a distilled student would be."""
+    function), loaded by config as a distilled student would be: its tasks get the adapter, other
+    prompts the base model."""
     import json
 
     import torch
@@ -88,6 +90,7 @@ def test_a_lora_adapter_loads_merged_changes_the_output_and_the_model_id(gemma, 
     from transformers import AutoModelForCausalLM
 
     from hoprag.llm.embedded import EmbeddedLLM, EmbeddedLLMConfig, ensure_converted_checkpoint
+    from hoprag.planner.prompts import plan_prompt
 
     torch.manual_seed(0)
     base = AutoModelForCausalLM.from_pretrained(str(ensure_converted_checkpoint()), dtype=torch.float32)
@@ -104,6 +107,12 @@ def test_a_lora_adapter_loads_merged_changes_the_output_and_the_model_id(gemma, 
         student.generate([spec.prompt], spec.params)[0],
     )
     assert before.ok and after.ok and before.text != after.text
+    # A task the student was not trained on (the planner's plan) is the base model's, token for token.
+    plan = plan_prompt("Where was the director of Marrow Lane born?", "completion")
+    assert plan.params.task == "plan"
+    assert student.generate([plan.prompt], plan.params) == gemma.generate([plan.prompt], plan.params)
+    forced = replace(plan.params, task="openie")  # the same prompt through the adapter differs
+    assert student.generate([plan.prompt], forced) != gemma.generate([plan.prompt], forced)
 
 
 def test_the_shipped_student_extracts_links_and_answers_with_its_short_prompts(gemma):

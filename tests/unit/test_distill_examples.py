@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from distillation.config import AnswerTaskSettings, DistillConfig
@@ -21,6 +19,7 @@ from hoprag.llm.base import truncate_at_stop
 from hoprag.planner.prompts import answer_prompt
 from indexing.config import ExtractionConfig
 from indexing.extract import ExtractionRecord
+from tests.support.tiny_gemma import tiny_gemma
 
 PASSAGE = "Mira Castell was born in Dornwick. She studied at Halvaria College."
 TRIPLES = [("Mira Castell", "born in", "Dornwick"), ("Mira Castell", "studied at", "Halvaria College")]
@@ -74,19 +73,6 @@ def test_the_held_out_split_is_stable_and_the_data_hash_ignores_order() -> None:
     assert data_hash(examples) == data_hash(reversed(examples)) != data_hash(examples[1:])
 
 
-def _tiny_gemma(num_hidden_layers: int) -> Any:
-    """A seeded, randomly initialised Gemma 3 of a few thousand parameters (vocabulary of 97)."""
-    import torch
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
-
-    torch.manual_seed(0)
-    config = Gemma3TextConfig(
-        vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=num_hidden_layers,
-        num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=8,
-    )  # fmt: skip
-    return Gemma3ForCausalLM(config)
-
-
 def _layer_of(parameter_or_module_name: str) -> int:
     """The transformer layer index in a name like ``base_model.model.model.layers.2.mlp``."""
     return int(parameter_or_module_name.split(".layers.")[1].split(".")[0])
@@ -98,7 +84,7 @@ def test_the_target_only_loss_equals_the_full_logits_loss() -> None:
 
     from distillation.loop import target_loss
 
-    model = _tiny_gemma(2).eval()
+    model = tiny_gemma(2).eval()
     ids = torch.randint(1, 97, (3, 12))
     mask = torch.ones_like(ids)
     mask[2, 9:] = 0  # right padding
@@ -124,8 +110,8 @@ def test_lora_layers_adapt_only_those_layers_and_leave_the_rest_without_gradient
     def adapted_layers(model: torch.nn.Module) -> set[int]:
         return {_layer_of(n) for n, _ in model.named_parameters() if "lora_" in n}
 
-    assert adapted_layers(with_lora(_tiny_gemma(3), LoraSettings(r=2))) == {0, 1, 2}
-    model = with_lora(_tiny_gemma(3), LoraSettings(r=2, layers=[2, 1]))
+    assert adapted_layers(with_lora(tiny_gemma(3), LoraSettings(r=2))) == {0, 1, 2}
+    model = with_lora(tiny_gemma(3), LoraSettings(r=2, layers=[2, 1]))
     assert adapted_layers(model) == {1, 2}
     reached: list[str] = []
     for name, module in model.named_modules():

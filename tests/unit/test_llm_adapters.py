@@ -1,5 +1,5 @@
-"""LoRA adapters of the embedded model: identity in the model id, student metadata, and the short
-student prompts for the tasks a distilled student was trained on."""
+"""LoRA adapters of the embedded model: identity in the model id, student metadata, the short
+student prompts for the tasks a distilled student was trained on, and the base model for the rest."""
 
 from __future__ import annotations
 
@@ -8,14 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from evaluation.judge import judge_prompt
 from hoprag.extraction.prompts import ner_prompt, openie_prompt
 from hoprag.llm.adapters import AdapterError, adapter_fingerprint, read_student_meta
-from hoprag.llm.base import uses_student_prompt
+from hoprag.llm.base import GenerationParams, PromptSpec, adapter_applies, uses_student_prompt
 from hoprag.llm.embedded import EmbeddedLLMConfig, embedded_model_id
 from hoprag.llm.factory import LazyLLM, LLMBackendConfig
+from hoprag.planner import prompts as P
 from indexing.config import ExtractionConfig
 from indexing.extract import extract_documents, extract_question_mentions
 from tests.support.scripted_llm import RuleBasedLLM
+from tests.support.tiny_gemma import tiny_gemma
 
 
 def _adapter(root: Path, tasks: list[str] | None = None, weights: bytes = b"w1") -> Path:
@@ -99,3 +102,85 @@ def test_extraction_uses_the_student_prompt_only_for_the_students_tasks() -> Non
     assert [p.count("Passage:") for p in llm.prompts] == [1]  # the student prompt: no examples
     extract_question_mentions(llm, ["q"], ["Where was Mira Castell born?"])
     assert llm.prompts[-1].count("Question:") > 1  # ner is not a student task: few-shot prompt
+
+
+def test_a_students_adapter_serves_its_own_tasks_and_the_base_model_the_rest() -> None:
+    assert adapter_applies(frozenset({"openie", "ner", "answer"}), "openie")
+    assert not adapter_applies(frozenset({"openie", "ner", "answer"}), "plan")
+    assert not adapter_applies(frozenset({"openie"}), "judge")
+    assert adapter_applies(frozenset(), "plan")  # an adapter without student.json tasks: everything
+    assert adapter_applies(frozenset({"openie"}), None)  # a prompt nobody labelled (HTTP server)
+
+
+def _every_prompt_of_every_task() -> list[tuple[str, PromptSpec]]:
+    found = [("q", "A")]
+    specs: list[tuple[str, PromptSpec]] = []
+    for style in ("completion", "chat"):
+        specs += [
+            ("openie", openie_prompt("Mira was born in Dornwick.", style)),
+            ("ner", ner_prompt("Where was Mira born?", style)),
+            ("answer", P.answer_prompt("q", ["a | b | c"], style)),
+            ("plan", P.plan_prompt("q", style)),
+            ("update", P.update_prompt("q", found, ["r"], style)),
+            ("enhance", P.enhance_prompt("q", found, ["r"], style)),
+            ("answerable", P.answerable_prompt("q", found, style)),
+            ("final_answer", P.final_answer_prompt("q", found, style)),
+            ("step_summary", P.summary_prompt("q", found, style)),
+            ("clue_query", P.clue_query_prompt("q", [("a", "A")], style)),
+            ("denoise_question", P.rewrite_question_prompt("q", "denoise", style)),
+            ("enhance_question", P.rewrite_question_prompt("q", "enhance", style)),
+            ("decompose", P.decompose_prompt("q", style)),
+            ("judge", judge_prompt("q", ["A"], "A", style)),
+        ]
+    specs += [
+        ("openie", openie_prompt("Mira was born in Dornwick.", "completion", student=True)),
+        ("ner", ner_prompt("Where was Mira born?", "completion", student=True)),
+        ("answer", P.answer_prompt("q", ["a | b | c"], "completion", student=True)),
+    ]
+    return specs
+
+
+def test_every_prompt_names_its_task_so_a_student_backend_can_route_it() -> None:
+    for task, spec in _every_prompt_of_every_task():
+        assert spec.params.task == task, (task, spec.prompt)
+
+
+def test_the_planner_cache_tells_tasks_apart() -> None:
+    from hoprag.planner.llm_calls import _cache_key
+
+    plan, answer = GenerationParams(8, task="plan"), GenerationParams(8, task="answer")
+    assert _cache_key("m", "same prompt", plan) != _cache_key("m", "same prompt", answer)
+
+
+def test_merging_beside_the_base_leaves_the_base_untouched_and_shares_what_the_adapter_does_not_change(
+    tmp_path: Path,
+) -> None:
+    """The merged twin computes what peft computes with the adapter; the base still computes the
+    base; only the adapted projections are separate tensors (embeddings, MLPs, norms are shared)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from hoprag.llm.adapters import merged_beside
+
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    trained = get_peft_model(tiny_gemma(2), lora)
+    trained.save_pretrained(str(tmp_path / "adapter"))
+    ids = torch.randint(1, 97, (2, 9))
+    with torch.no_grad():
+        expected_student = trained(input_ids=ids).logits
+        expected_base = tiny_gemma(2)(input_ids=ids).logits  # same seed: the same base weights
+    base = tiny_gemma(2).eval()
+    twin = merged_beside(base, tmp_path / "adapter").eval()
+    with torch.no_grad():
+        torch.testing.assert_close(twin(input_ids=ids).logits, expected_student, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(base(input_ids=ids).logits, expected_base, rtol=0, atol=0)
+    base_params, twin_params = dict(base.named_parameters()), dict(twin.named_parameters())
+    assert set(base_params) == set(twin_params)
+    separate = {name for name, p in twin_params.items() if p is not base_params[name]}
+    assert separate == {
+        f"model.layers.{i}.self_attn.{proj}.weight" for i in range(2) for proj in ("q_proj", "v_proj")
+    }
+    wider = tiny_gemma(2)
+    wider.model.layers[0].self_attn.q_proj = torch.nn.Linear(32, 48, bias=False)  # another model's shape
+    with pytest.raises(AdapterError, match="does not fit"):
+        merged_beside(wider, tmp_path / "adapter")

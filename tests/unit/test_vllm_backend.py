@@ -599,7 +599,7 @@ def test_lora_request_kwargs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert lora_request_kwargs(VLLMConfig(model="m")) is None
 
 
-def test_engine_llm_serves_every_request_through_the_adapter(
+def test_engine_llm_serves_the_students_tasks_through_the_adapter(
     fake_vllm: types.ModuleType, tmp_path: Path
 ) -> None:
     student = _adapter(tmp_path / "s", r=8, tasks=["openie", "ner"])
@@ -612,7 +612,11 @@ def test_engine_llm_serves_every_request_through_the_adapter(
     out = llm.generate(["a", [{"role": "user", "content": "hi"}]], GenerationParams(stop=("\n\n",)))
     assert [c.text for c in out] == ["gen:a", "chat:hi"]
     expected = FakeLoRARequest(**lora_request_kwargs(cfg))  # type: ignore[arg-type]
-    assert llm._llm.lora_requests == [expected, expected]  # generate and chat
+    assert llm._llm.lora_requests == [expected, expected]  # generate and chat, no task named
+    llm._llm.lora_requests.clear()
+    llm.generate(["a"], GenerationParams(task="ner"))
+    llm.generate(["a", [{"role": "user", "content": "hi"}]], GenerationParams(task="plan"))
+    assert llm._llm.lora_requests == [expected, None, None]  # plan is not a student task: base model
     assert "adapter=" in repr(llm)
 
 
