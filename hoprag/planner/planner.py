@@ -218,6 +218,16 @@ class Planner:
             found.append((step.query, step.answer or P.UNKNOWN))
             done += 1
             remaining = plan[done:]
+            if (
+                cfg.merged_prompts
+                and step.answer
+                and len(plan) == 1
+                and normalize(plan[0]) == normalize(question)
+            ):
+                # The plan is the question itself (unsplittable, or an unusable plan): its one step's
+                # answer is the answer. An update and a final-answer call would only restate it, and
+                # a small model restating it often loses it (answers with a name from the question).
+                return step.answer
             if cfg.merged_prompts:
                 if (
                     remaining

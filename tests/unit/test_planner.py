@@ -336,3 +336,25 @@ def test_a_failing_traversal_degrades_to_a_note(film_kg) -> None:
     clue = result.steps[0].clues[0]
     assert "broken: failed (RuntimeError)" in clue.notes and clue.triples
     assert result.answer == "Carl Boese"
+
+
+@pytest.mark.parametrize(
+    "plan",
+    ["1. Who directed Payment On Demand?", "Sure! Here is what I think about films."],
+    ids=["the question as its one step", "unusable plan"],
+)
+def test_a_plan_that_is_the_question_itself_answers_with_its_step(film_kg, plan: str) -> None:
+    """One step that is the question: its answer is final, with no update or final-answer call to
+    restate it (or lose it: a small model restating tends to answer with a name from the question)."""
+    rules = [
+        Rule("plan", plan),
+        Rule("answer", "Curtis Bernhardt"),
+        Rule("update", "Final answer: Payment On Demand"),
+        Rule("final", "Payment On Demand"),
+    ]
+    llm = ScriptedPlannerLLM(rules)
+    result = Planner(film_kg, llm).answer("Who directed Payment On Demand?")
+    assert result.answer == "Curtis Bernhardt" and llm.kinds() == ["plan", "answer"]
+    paper = ScriptedPlannerLLM(rules)  # the paper's call pattern keeps its answerability and final calls
+    Planner(film_kg, paper, PlannerConfig.paper_like()).answer("Who directed Payment On Demand?")
+    assert "final" in paper.kinds()
