@@ -60,9 +60,11 @@ class PlannerConfig(StrictModel):
         default=(0.7, 0.3), description="Dense, BM25 weights of the fusion."
     )
     context_documents: int = Field(
-        default=0,
+        default=3,
         ge=0,
-        description="Texts of the top documents added to each answer prompt (GLM-RAG style); 0 = triples only.",
+        description="Texts of the GLM traversal's top documents added to each step-answer prompt (GLM-RAG "
+        "style; as retrieve mode, and what the student's answer task was trained on); 0 = triples only "
+        "(the paper's). Without a retriever there are no documents to add.",
     )
     max_document_chars: int = Field(
         default=600, ge=50, description="Each context document is cut to this length."
