@@ -17,7 +17,7 @@ from typing import Any
 
 from hoprag.extraction.parsing import DocumentStatus, Triple, parse_entity_list, parse_openie_output
 from hoprag.extraction.prompts import PROMPT_VERSION, ner_prompt, openie_prompt
-from hoprag.llm.base import LLM, Completion, uses_student_prompt
+from hoprag.llm.base import LLM, TASK_NER, TASK_OPENIE, Completion, uses_student_prompt
 from hoprag.text import content_hash
 from indexing.config import ExtractionConfig
 
@@ -260,10 +260,6 @@ def extract_documents(
     for record in records:
         record.seconds = elapsed / max(1, len(records))
     return records
-
-
-TASK_OPENIE = "openie"
-TASK_NER = "ner"
 
 
 def ner_key(question: str, model_id: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from hoprag.llm.base import ChatMessage, GenerationParams, PromptSpec, PromptStyle
+from hoprag.llm.base import TASK_NER, TASK_OPENIE, ChatMessage, GenerationParams, PromptSpec, PromptStyle
 
 PROMPT_VERSION = "openie-v1"
 
@@ -76,7 +76,7 @@ def openie_prompt(
     if student:
         prompt = f"{_OPENIE_INSTRUCTION}\n\nPassage: {passage}\nTriples:\n"
         params = GenerationParams(
-            max_new_tokens, 0.0, ("\n\n", "Passage:"), stop_on_repeated_line=True, task="openie"
+            max_new_tokens, 0.0, ("\n\n", "Passage:"), stop_on_repeated_line=True, task=TASK_OPENIE
         )
         return PromptSpec(prompt, params, "lines")
     if style == "completion":
@@ -87,7 +87,7 @@ def openie_prompt(
         head = "Extract the facts of each passage as (subject | relation | object) triples, one per line.\n\n"
         prompt = head + "\n\n".join(shots) + f"\n\nPassage: {passage}\nTriples:\n"
         params = GenerationParams(
-            max_new_tokens, 0.0, ("\n\n", "Passage:"), stop_on_repeated_line=True, task="openie"
+            max_new_tokens, 0.0, ("\n\n", "Passage:"), stop_on_repeated_line=True, task=TASK_OPENIE
         )
         return PromptSpec(prompt, params, "lines")
     example_text, example_triples = _FEW_SHOT[0]
@@ -110,7 +110,7 @@ def openie_prompt(
         },
         {"role": "user", "content": f"Passage: {passage}"},
     ]
-    return PromptSpec(messages, GenerationParams(max_new_tokens * 2, 0.0, (), task="openie"), "json")
+    return PromptSpec(messages, GenerationParams(max_new_tokens * 2, 0.0, (), task=TASK_OPENIE), "json")
 
 
 def ner_prompt(text: str, style: PromptStyle, max_new_tokens: int = 48, student: bool = False) -> PromptSpec:
@@ -118,14 +118,14 @@ def ner_prompt(text: str, style: PromptStyle, max_new_tokens: int = 48, student:
     of a distilled student (no examples; same output format)."""
     if student:
         prompt = f"{_NER_INSTRUCTION}\n\nQuestion: {text}\nEntities:"
-        return PromptSpec(prompt, GenerationParams(max_new_tokens, 0.0, ("\n",), task="ner"), "lines")
+        return PromptSpec(prompt, GenerationParams(max_new_tokens, 0.0, ("\n",), task=TASK_NER), "lines")
     if style == "completion":
         shots = "\n\n".join(f"Question: {q}\nEntities: {'; '.join(ents)}" for q, ents in _NER_FEW_SHOT)
         prompt = (
             "List the named entities (people, places, organizations, works, products, ...) "
             f"that each question mentions.\n\n{shots}\n\nQuestion: {text}\nEntities:"
         )
-        return PromptSpec(prompt, GenerationParams(max_new_tokens, 0.0, ("\n",), task="ner"), "lines")
+        return PromptSpec(prompt, GenerationParams(max_new_tokens, 0.0, ("\n",), task=TASK_NER), "lines")
     q, ents = _NER_FEW_SHOT[0]
     messages: list[ChatMessage] = [
         {
@@ -136,7 +136,7 @@ def ner_prompt(text: str, style: PromptStyle, max_new_tokens: int = 48, student:
         {"role": "assistant", "content": json.dumps({"named_entities": ents})},
         {"role": "user", "content": text},
     ]
-    return PromptSpec(messages, GenerationParams(max_new_tokens * 2, 0.0, (), task="ner"), "json")
+    return PromptSpec(messages, GenerationParams(max_new_tokens * 2, 0.0, (), task=TASK_NER), "json")
 
 
 def last_block(prompt: str, head: str, tail: str) -> str | None:

@@ -32,7 +32,7 @@ from hoprag.embedding import Embedder
 from hoprag.extraction.parsing import parse_entity_list
 from hoprag.extraction.prompts import PROMPT_VERSION, ner_prompt
 from hoprag.linking.config import LinkingConfig
-from hoprag.llm.base import LLM, Completion, uses_student_prompt
+from hoprag.llm.base import LLM, TASK_NER, Completion, uses_student_prompt
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
 from hoprag.text import dictionary_mentions, normalize_entity
 from hoprag.vectorsearch import ExactSearch, VectorSearch
@@ -221,7 +221,7 @@ class QuestionLinker:
     def _ner(self, questions: list[str], ledgers: list[CallLedger]) -> list[list[str]]:
         """Grounded NER mentions, one batched call (the prompt and parser of index-time NER)."""
         assert self._client is not None
-        student = uses_student_prompt(self._client.llm, "ner")
+        student = uses_student_prompt(self._client.llm, TASK_NER)
         specs = [ner_prompt(q, self._client.prompt_style, student=student) for q in questions]
         completions = self._client.complete_each(
             [s.prompt for s in specs], specs[0].params, ledgers, "entities"

@@ -56,6 +56,14 @@ def uses_student_prompt(llm: object, task: str) -> bool:
     return task in getattr(llm, "student_tasks", ())
 
 
+TASK_OPENIE = "openie"
+TASK_NER = "ner"
+TASK_ANSWER = "answer"
+"""The tasks a distilled student can be trained on (``student.json`` ``tasks``): the names their
+prompts carry in :attr:`GenerationParams.task` and that :func:`uses_student_prompt` and
+:func:`adapter_applies` match, so one spelling serves indexing, distillation and the planner."""
+
+
 def adapter_applies(student_tasks: frozenset[str], task: str | None) -> bool:
     """Whether a backend's LoRA adapter serves a prompt of ``task``. A distilled student (an adapter
     whose student.json lists tasks) serves only those tasks; every other prompt goes to the base

@@ -71,6 +71,7 @@ from hoprag.deps import VLLM_EXTRA_HINT, MissingExtraError, require_vllm
 from hoprag.extraction.prompts import PromptSpec, openie_prompt
 from hoprag.llm.adapters import AdapterError, adapter_fingerprint, lora_rank, read_student_meta, student_tasks
 from hoprag.llm.base import (
+    TASK_OPENIE,
     BackendSpec,
     ChatMessage,
     Completion,
@@ -761,7 +762,7 @@ def build_openie_processor(
     prompt, without the chat-template stage).
     """
     style = config.prompt_style
-    student = "openie" in vllm_student_tasks(config)
+    student = TASK_OPENIE in vllm_student_tasks(config)
 
     def preprocess(row: dict[str, Any]) -> dict[str, Any]:
         return openie_preprocess_row(row, style, max_new_tokens, student=student)
@@ -771,7 +772,7 @@ def build_openie_processor(
         preprocess,
         openie_postprocess_row,
         require_local_vllm=require_local_vllm,
-        chat_template=chat_template_stage_enabled(config, ["openie"]),
+        chat_template=chat_template_stage_enabled(config, [TASK_OPENIE]),
     )
 
     def run(documents: ray.data.Dataset) -> ray.data.Dataset:

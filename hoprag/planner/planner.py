@@ -21,7 +21,16 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 from hoprag.extraction.parsing import parse_entity_list
 from hoprag.extraction.prompts import ner_prompt
-from hoprag.llm.base import LLM, Completion, Prompt, PromptSpec, PromptStyle, uses_student_prompt
+from hoprag.llm.base import (
+    LLM,
+    TASK_ANSWER,
+    TASK_NER,
+    Completion,
+    Prompt,
+    PromptSpec,
+    PromptStyle,
+    uses_student_prompt,
+)
 from hoprag.planner import prompts as P
 from hoprag.planner.config import PlannerConfig
 from hoprag.planner.knowledge import KnowledgeGraphView, VertexMatch
@@ -296,7 +305,7 @@ class Planner:
         step.entity_source = "dictionary"
         if not mentions:
             step.entity_source = "llm"
-            spec = ner_prompt(query, self.style, student=uses_student_prompt(self.client.llm, "ner"))
+            spec = ner_prompt(query, self.style, student=uses_student_prompt(self.client.llm, TASK_NER))
             completion = self.client.complete([spec.prompt], spec.params, ledger, "entities")[0]
             if completion.ok:
                 mentions, _ = parse_entity_list(completion.text, query, spec.output_format)
@@ -363,7 +372,7 @@ class Planner:
                 documents=documents_payload(docs),
             )
         # e. the step's answer
-        student = uses_student_prompt(self.client.llm, "answer")
+        student = uses_student_prompt(self.client.llm, TASK_ANSWER)
         if cfg.merged_prompts:
             facts = list(dict.fromkeys(t.text for c in clues for t in c.triples))
             spec = P.answer_prompt(query, facts, self.style, self._document_texts(clues), student=student)

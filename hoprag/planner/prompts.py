@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hoprag.llm.base import ChatMessage, GenerationParams, Prompt, PromptSpec, PromptStyle
+from hoprag.llm.base import TASK_ANSWER, ChatMessage, GenerationParams, Prompt, PromptSpec, PromptStyle
 
 PLANNER_PROMPT_VERSION = "pai2-v1"
 
@@ -188,10 +188,10 @@ def answer_prompt(
     clue answers. ``student``: the short prompt of a distilled student (no examples; same output)."""
     if student:
         prompt = f"{_ANSWER_TASK}\n\n{_facts_block(facts, documents)}\nQuestion: {question}\nAnswer:"
-        return PromptSpec(prompt, GenerationParams(max_new_tokens, 0.0, ("\n",), task="answer"), "lines")
+        return PromptSpec(prompt, GenerationParams(max_new_tokens, 0.0, ("\n",), task=TASK_ANSWER), "lines")
     shots = [f"{_facts_block(f)}\nQuestion: {q}\nAnswer: {a}" for f, q, a in _ANSWER_SHOTS]
     instance = f"{_facts_block(facts, documents)}\nQuestion: {question}\nAnswer:"
-    return _spec(style, _ANSWER_TASK, shots, instance, max_new_tokens, ("\n",), "answer")
+    return _spec(style, _ANSWER_TASK, shots, instance, max_new_tokens, ("\n",), TASK_ANSWER)
 
 
 def update_prompt(

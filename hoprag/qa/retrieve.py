@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hoprag.linking.linker import EntityLinks, QuestionLinker
-from hoprag.llm.base import LLM, Completion, Prompt, PromptSpec, uses_student_prompt
+from hoprag.llm.base import LLM, TASK_ANSWER, Completion, Prompt, PromptSpec, uses_student_prompt
 from hoprag.planner import prompts as P
 from hoprag.planner.knowledge import KnowledgeGraphView
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
@@ -154,7 +154,7 @@ class RetrieveThenAnswer:
             [t.text for t in step.clues[0].triples],
             self.client.prompt_style,
             self._context(step.clues[0].documents),
-            student=uses_student_prompt(self.client.llm, "answer"),
+            student=uses_student_prompt(self.client.llm, TASK_ANSWER),
         )
 
     @staticmethod

@@ -218,3 +218,19 @@ def test_distractor_pool_view_draws_what_the_filtered_list_draws() -> None:
             assert random.Random(seed).sample(view, 3) == random.Random(seed).sample(filtered, 3)
     with pytest.raises(IndexError):
         WithoutPositions(documents, [1])[39]
+
+
+def test_the_configs_task_names_are_the_ones_prompts_carry() -> None:
+    """A student's tasks (student.json) route its prompts by name: the config's choices, the
+    distillation tasks and the names the prompt builders put in GenerationParams.task are one set."""
+    from typing import get_args
+
+    from distillation.config import Task
+    from distillation.examples import TASKS
+    from hoprag.extraction.prompts import ner_prompt, openie_prompt
+    from hoprag.llm.base import TASK_ANSWER, TASK_NER, TASK_OPENIE
+
+    assert set(get_args(Task)) == set(TASKS) == {TASK_OPENIE, TASK_NER, TASK_ANSWER}
+    assert openie_prompt("p", "completion", student=True).params.task == TASK_OPENIE
+    assert ner_prompt("q", "completion", student=True).params.task == TASK_NER
+    assert answer_prompt("q", [], "completion", student=True).params.task == TASK_ANSWER
