@@ -1,7 +1,7 @@
 """The per-worker LoRA training loop of ``hoprag distill`` (inside Ray Train ``TorchTrainer``).
 
-Each worker loads the base model, wraps it with a ``peft`` LoRA adapter and trains on its shard of
-the examples: the loss is on the target tokens only (the teacher's answer), never on the prompt.
+Each worker loads the base model, wraps it with a ``peft`` LoRA adapter and trains on its part of
+each step's batch: the loss is on the target tokens only (the teacher's answer), never on the prompt.
 With several workers the adapter is data-parallel (``prepare_model``: DDP over gloo on CPU, NCCL
 on GPU). Every ``checkpoint_every`` steps rank 0 saves the adapter, the optimizer and the step
 into a Ray Train checkpoint; after a killed worker (or a re-run of the same command) every worker
@@ -54,23 +54,45 @@ def encode(tokenizer: Any, examples: list[dict[str, str]], max_tokens: int) -> d
 
 
 def target_loss(model: Any, batch: dict[str, Any]) -> Any:
-    """Mean cross-entropy of the target tokens, computing logits only from the batch's first target
-    position on (``logits_to_keep``): the output layer of a 262k-token vocabulary is about as costly
-    as the whole body, and the prompt's logits are never used."""
+    """Mean cross-entropy of the target tokens (``model``: a causal LM, bare or wrapped by ``peft``).
+
+    Only the hidden states that predict a target token go through the output layer. Gemma 3's
+    262k-token output layer costs as much as the whole body per position, and the prompt's logits
+    are never used. A window from the batch's first target position on (``logits_to_keep``) still
+    scored every row's padding and the tails of the longer prompts, and allocated the window's
+    logits anew every step: on 2 CPU cores the gathered form takes 3.0 s per step against 4.2 for
+    the window, with the same loss (docs/benchmarks.md, "Distillation step time")."""
     import torch
 
-    labels = batch["labels"]
-    width = labels.shape[1]
-    is_target = (labels != -100).any(dim=0)
-    first = int(is_target.nonzero()[0]) if bool(is_target.any()) else width - 1
-    keep = width - first + 1  # logits at first-1 .. width-1 predict tokens first .. width
-    logits = model(
-        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=keep
-    ).logits
-    targets = labels[:, width - keep + 1 :]
-    return torch.nn.functional.cross_entropy(
-        logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=-100
-    )
+    causal = model.get_base_model() if hasattr(model, "get_base_model") else model
+    device = next(causal.parameters()).device
+    labels = batch["labels"].to(device)
+    hidden = causal.get_decoder()(
+        input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device)
+    ).last_hidden_state
+    rows, positions = (labels[:, 1:] != -100).nonzero(as_tuple=True)  # position p predicts token p + 1
+    logits = causal.get_output_embeddings()(hidden[rows, positions]).float()
+    cap = getattr(causal.config, "final_logit_softcapping", None)
+    if cap:  # Gemma 2 caps its logits; Gemma 3 does not
+        logits = torch.tanh(logits / cap) * cap
+    return torch.nn.functional.cross_entropy(logits, labels[rows, positions + 1])
+
+
+def loss_module(model: Any) -> Any:
+    """``model`` inside a module whose ``forward(**batch)`` is :func:`target_loss`: what DDP wraps
+    when several workers train, since the loss calls the LM's body and output layer directly and DDP
+    synchronises gradients only for work done inside its own ``forward``."""
+    import torch
+
+    class TargetLoss(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lm = model
+
+        def forward(self, **batch: Any) -> Any:
+            return target_loss(self.lm, batch)
+
+    return TargetLoss()
 
 
 def load_base(config: DistillConfig) -> tuple[Any, Any]:
@@ -139,21 +161,22 @@ def distill_loop_per_worker(params: dict[str, Any]) -> None:
             fh.write(
                 json.dumps({"resumed_from_step": resumed_from, "checkpoint": checkpoint is not None}) + "\n"
             )
-    model = ray.train.torch.prepare_model(peft_model) if world > 1 else peft_model
+    # On the worker's device (the GPU of a GPU run); DDP-wrapped when several workers train.
+    model = ray.train.torch.prepare_model(loss_module(peft_model))
     data = Path(params["data"])
-    shard = read_examples(data / "train.jsonl")[rank::world]
-    if not shard:
-        raise ValueError("no training examples for this worker: the teacher gave too few usable outputs")
+    examples = read_examples(data / "train.jsonl")
+    if not examples:
+        raise ValueError("no training examples: the teacher gave no usable outputs")
     run_dir = Path(params["out"])
     started = time.perf_counter()
     model.train()
     while state["step"] < config.optim.max_steps:
         step = state["step"]
-        batch = _batch(shard, step, config.optim.batch_size, config.seed)
+        batch = worker_batch(examples, step, config.optim.batch_size, config.seed, rank, world)
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(config, step)
         with _autocast(config):
-            loss = target_loss(model, encode(tokenizer, batch, config.optim.max_tokens))
+            loss = model(**encode(tokenizer, batch, config.optim.max_tokens))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.optim.grad_clip)
         optimizer.step()
@@ -232,6 +255,19 @@ def _batch(shard: list[dict[str, str]], step: int, size: int, seed: int) -> list
         batches += [chunk[j : j + size] for j in range(0, len(chunk), size)]
     picked = batches[int(rng.permutation(len(batches))[position])]
     return [shard[i] for i in picked]
+
+
+def worker_batch(
+    examples: list[dict[str, str]], step: int, size: int, seed: int, rank: int, world: int
+) -> list[dict[str, str]]:
+    """Worker ``rank``'s ``size`` examples of step ``step``: every step cuts one global batch of
+    ``size * world`` examples of similar length (:func:`_batch`) and deals it out, so the workers of a
+    step get the same length class and none waits at the gradient all-reduce for another's long batch
+    (with a shard per worker, one worker's 500-token answer prompts met another's 50-token NER
+    prompts in the same step). One worker batches exactly as :func:`_batch`. A short last batch of
+    an epoch is dealt round-robin, so no worker is left without an example."""
+    batch = _batch(examples, step, size * world, seed)
+    return batch[rank::world] or [batch[rank % len(batch)]]
 
 
 def held_out_loss(model: Any, tokenizer: Any, examples: list[dict[str, str]], config: DistillConfig) -> float:

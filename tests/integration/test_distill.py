@@ -1,7 +1,8 @@
 """``hoprag distill`` for real on CPU: the reference extractor as teacher (Ray Data, cached), a tiny
 Gemma-shaped base model (the packaged tokenizer, random weights), real peft LoRA under Ray Train;
-a worker killed after the first checkpoint is replaced and training resumes from it; the exported
-adapter loads in the embedded backend and changes its output."""
+a worker killed after the first checkpoint is replaced and training resumes from it (then goes on
+with two data-parallel workers); the exported adapter loads in the embedded backend and changes
+its output."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def tiny_base(tmp_path_factory) -> Path:
     return out
 
 
-def _config(tiny_base: Path, address: str, steps: int) -> DistillConfig:
+def _config(tiny_base: Path, address: str, steps: int, workers: int = 1) -> DistillConfig:
     return DistillConfig.model_validate(
         {
             "teacher": {"backend": "reference", "reference": {"world": str(SAMPLE / "raw" / "world.json")}},
@@ -60,7 +61,7 @@ def _config(tiny_base: Path, address: str, steps: int) -> DistillConfig:
             "base": {"model_path": str(tiny_base)},
             "lora": {"r": 4, "alpha": 16},
             "optim": {"max_steps": steps, "batch_size": 2, "learning_rate": 0.01},
-            "run": {"num_workers": 1, "checkpoint_every": 2, "cpus_per_worker": 1},
+            "run": {"num_workers": workers, "checkpoint_every": 2, "cpus_per_worker": 1},
             "ray": RayConfig(address=address).model_dump(),
         }
     )
@@ -122,8 +123,10 @@ def test_distill_survives_a_killed_worker_and_the_adapter_changes_the_embedded_m
         != distilled.generate([spec.prompt], spec.params)[0].text
     )
 
-    # The same command again: the teacher's answers come from the cache, training from the checkpoint.
-    again = run_distillation(SAMPLE, run, _config(tiny_base, ray_cluster, 10))
+    # The same command again, on two data-parallel workers (DDP over gloo, each step's batch dealt
+    # out between them): the teacher's answers come from the cache, training from the one-worker
+    # checkpoint.
+    again = run_distillation(SAMPLE, run, _config(tiny_base, ray_cluster, 10, workers=2))
     assert again["teacher"]["asked_now"] == 0 and again["teacher"]["from_cache"] == 18
     assert again["student"]["metrics"]["resumed_from_step"] == 8 and again["student"]["steps"] == 10
     assert len((run / "attempts.jsonl").read_text().splitlines()) == len(attempts) + 1

@@ -234,3 +234,74 @@ def test_the_configs_task_names_are_the_ones_prompts_carry() -> None:
     assert openie_prompt("p", "completion", student=True).params.task == TASK_OPENIE
     assert ner_prompt("q", "completion", student=True).params.task == TASK_NER
     assert answer_prompt("q", [], "completion", student=True).params.task == TASK_ANSWER
+
+
+def test_the_workers_of_a_step_share_one_length_group_and_cover_the_epoch() -> None:
+    """Two workers deal out one global batch per step: together they see what one worker with twice
+    the batch sees, and each gets prompts of the same length class (no long/short wait at the
+    all-reduce)."""
+    from distillation.loop import _batch, worker_batch
+
+    shard = [{"prompt": "x" * (10 if i % 2 else 500), "target": str(i)} for i in range(64)]
+    size, world = 2, 2
+    for step in range(len(shard) // (size * world)):
+        parts = [worker_batch(shard, step, size, 3, rank, world) for rank in range(world)]
+        assert all(len(part) == size for part in parts)
+        assert sorted(ex["target"] for part in parts for ex in part) == sorted(
+            ex["target"] for ex in _batch(shard, step, size * world, 3)
+        )
+    mixed = [
+        step
+        for step in range(len(shard) // (size * world))
+        if {len(ex["prompt"]) for ex in worker_batch(shard, step, size, 3, 0, world)}
+        != {len(ex["prompt"]) for ex in worker_batch(shard, step, size, 3, 1, world)}
+    ]
+    assert len(mixed) <= 2  # only the batch at a length boundary of a sorted group
+
+
+def test_a_short_last_batch_still_gives_every_worker_an_example() -> None:
+    from distillation.loop import worker_batch
+
+    shard = [{"prompt": "p", "target": str(i)} for i in range(5)]  # 5 = one batch of 4 + one of 1
+    last = [worker_batch(shard, step, 2, 0, rank, 2) for step in range(2) for rank in range(2)]
+    assert all(last)
+    assert len(worker_batch(shard, 1, 2, 0, 1, 2)) == 1  # the lone example, dealt to both
+
+
+def test_one_worker_batches_as_before() -> None:
+    from distillation.loop import _batch, worker_batch
+
+    shard = [{"prompt": "x" * i, "target": str(i)} for i in range(40)]
+    assert all(worker_batch(shard, step, 4, 7, 0, 1) == _batch(shard, step, 4, 7) for step in range(20))
+
+
+def test_the_target_loss_is_the_models_own_loss_on_the_target_tokens() -> None:
+    """The gathered loss (only target positions reach the output layer) equals transformers' own
+    shifted cross-entropy over the unmasked labels: rows of different prompt and target lengths,
+    right padding, with and without a LoRA adapter, and through the DDP-able loss module."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from distillation.loop import loss_module, target_loss
+
+    model = tiny_gemma(2).eval()
+    ids = torch.randint(3, 97, (3, 12))
+    mask = torch.ones_like(ids)
+    mask[1, 9:] = 0  # padding
+    mask[2, 6:] = 0
+    labels = torch.full_like(ids, -100)
+    labels[0, 7:12] = ids[0, 7:12]  # prompt 7, target 5
+    labels[1, 4:9] = ids[1, 4:9]  # prompt 4, target 5, then padding
+    labels[2, 5:6] = ids[2, 5:6]  # prompt 5, target 1
+    batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
+    with torch.no_grad():
+        expected = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        assert torch.allclose(target_loss(model, batch), expected, atol=1e-6)
+        adapted = get_peft_model(model, LoraConfig(r=2, target_modules=["q_proj"], init_lora_weights=False))
+        expected = adapted(input_ids=ids, attention_mask=mask, labels=labels).loss
+        assert torch.allclose(target_loss(adapted, batch), expected, atol=1e-6)
+        assert torch.allclose(loss_module(adapted)(**batch), expected, atol=1e-6)
+    loss = loss_module(adapted)(**batch)
+    loss.backward()
+    trained = [p for p in adapted.parameters() if p.requires_grad]
+    assert trained and all(p.grad is not None and p.grad.abs().sum() > 0 for p in trained)
