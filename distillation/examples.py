@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 from distillation.config import AnswerTaskSettings
 from hoprag.extraction.prompts import ner_prompt, openie_prompt
-from hoprag.llm.base import TASK_ANSWER
+from hoprag.llm.base import TASK_ANSWER, TASK_NER, TASK_OPENIE
 from hoprag.planner.prompts import UNKNOWN, answer_prompt
 from hoprag.text import content_hash
 from indexing.config import ExtractionConfig
-from indexing.extract import TASK_NER, TASK_OPENIE, ExtractionRecord, split_passages
+from indexing.extract import ExtractionRecord, split_passages
 
 TASKS = (TASK_OPENIE, TASK_NER, TASK_ANSWER)
 Triple = tuple[str, str, str]

@@ -18,7 +18,6 @@ from typing import Any
 
 from distillation.config import DistillConfig
 from distillation.examples import (
-    TASK_ANSWER,
     ContextDocument,
     StudentExample,
     answer_example,
@@ -27,10 +26,11 @@ from distillation.examples import (
     teacher_passages,
 )
 from hoprag.linking.linker import normalize_question
+from hoprag.llm.base import TASK_ANSWER, TASK_NER, TASK_OPENIE
 from hoprag.text import content_hash
 from indexing.config import IndexConfig
 from indexing.corpus import Document
-from indexing.extract import TASK_NER, TASK_OPENIE, ExtractionRecord, extraction_key, ner_key, split_passages
+from indexing.extract import ExtractionRecord, extraction_key, ner_key, split_passages
 
 logger = logging.getLogger(__name__)
 

@@ -75,10 +75,11 @@ def _documents(n: int) -> list[tuple[str, str]]:
 
 def measure_extraction(args: argparse.Namespace, config: Any) -> dict[str, Any]:
     """Ray Data pipeline vs sequential loop on the same backend and documents."""
+    from hoprag.llm.base import TASK_OPENIE
     from hoprag.llm.factory import build_llm, expected_model_id
     from indexing.cache import ExtractionCache
     from indexing.corpus import Document
-    from indexing.extract import TASK_OPENIE, extract_documents, extraction_key
+    from indexing.extract import extract_documents, extraction_key
     from indexing.pipeline import build_index, run_extraction
 
     docs = _documents(args.docs)

@@ -22,13 +22,14 @@ from hoprag.kg.index import KGIndex
 from hoprag.kg.store import KGIndexError, index_writer_lock, write_snapshot
 from hoprag.kg.tables import KIND_EQUIVALENT, MANIFEST, triple_texts
 from hoprag.linking.linker import normalize_question
+from hoprag.llm.base import TASK_NER, TASK_OPENIE
 from hoprag.llm.factory import LLMBackendConfig, expected_model_id
 from hoprag.retrieval.dense import document_passages
 from hoprag.text import content_hash
 from indexing.cache import RETRY_STATUSES, ExtractionCache
 from indexing.config import IndexConfig
 from indexing.corpus import Corpus, Document
-from indexing.extract import TASK_NER, TASK_OPENIE, ExtractionRecord, LLMExtractor, extraction_key, ner_key
+from indexing.extract import ExtractionRecord, LLMExtractor, extraction_key, ner_key
 from indexing.gfmrag import GFM_RAG_STAGE1, Stage1Graph
 from indexing.graph import PreviousState, build_tables
 from indexing.questions import START_NODES, LinkingStats, link_questions, questions_table

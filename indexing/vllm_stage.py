@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence, Set
 from typing import Any
 
 from hoprag.extraction.prompts import ner_prompt, openie_prompt
-from hoprag.llm.base import Completion
+from hoprag.llm.base import TASK_NER, TASK_OPENIE, Completion
 from hoprag.llm.vllm_backend import (
     ERROR_COLUMN,
     VLLMConfig,
@@ -28,8 +28,6 @@ from hoprag.llm.vllm_backend import (
 )
 from indexing.config import ExtractionConfig
 from indexing.extract import (
-    TASK_NER,
-    TASK_OPENIE,
     DocumentAssembler,
     ExtractionRecord,
     PassageJob,

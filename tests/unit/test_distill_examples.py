@@ -260,12 +260,14 @@ def test_the_workers_of_a_step_share_one_length_group_and_cover_the_epoch() -> N
 
 
 def test_a_short_last_batch_still_gives_every_worker_an_example() -> None:
-    from distillation.loop import worker_batch
+    from distillation.loop import _batch, worker_batch
 
     shard = [{"prompt": "p", "target": str(i)} for i in range(5)]  # 5 = one batch of 4 + one of 1
     last = [worker_batch(shard, step, 2, 0, rank, 2) for step in range(2) for rank in range(2)]
     assert all(last)
-    assert len(worker_batch(shard, 1, 2, 0, 1, 2)) == 1  # the lone example, dealt to both
+    (lone,) = [step for step in range(2) if len(_batch(shard, step, 4, 0)) == 1]
+    dealt = [worker_batch(shard, lone, 2, 0, rank, 2) for rank in range(2)]
+    assert dealt[0] == dealt[1] == _batch(shard, lone, 4, 0)  # the lone example, dealt to both
 
 
 def test_one_worker_batches_as_before() -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import random
 
-from hoprag.llm.base import GenerationParams
+from hoprag.llm.base import TASK_NER, TASK_OPENIE, GenerationParams
 from hoprag.llm.vllm_backend import ERROR_COLUMN, MAX_TOKENS_COLUMN, STOP_COLUMN
 from indexing.config import ExtractionConfig
-from indexing.extract import TASK_NER, TASK_OPENIE, extract_documents
+from indexing.extract import extract_documents
 from indexing.vllm_stage import finalize, fold_result, make_preprocess, passage_rows, postprocess
 from tests.support.scripted_llm import RuleBasedLLM
 
