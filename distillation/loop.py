@@ -78,6 +78,22 @@ def target_loss(model: Any, batch: dict[str, Any]) -> Any:
     return torch.nn.functional.cross_entropy(logits, labels[rows, positions + 1])
 
 
+def output_layer_in(model: Any, dtype: Any) -> None:
+    """Give ``model``'s frozen output layer its own weight in ``dtype`` (the autocast dtype).
+
+    Under autocast, a linear layer whose weight does not require grad has it cast anew at every call
+    (autocast caches the casts of trainable weights only). Gemma's output layer is its tied 262k×640
+    embedding table, so every bf16 step cast 168M weights (335 MB, fresh pages each time) to score a
+    few hundred target positions. The matmul sees the same bf16 values either way, so the loss is
+    unchanged; the input embedding keeps its fp32 table. A trainable output layer is left alone."""
+    import torch
+
+    head = model.get_output_embeddings()
+    if head is None or head.weight.requires_grad or head.weight.dtype == dtype:
+        return
+    head.weight = torch.nn.Parameter(head.weight.detach().to(dtype), requires_grad=False)
+
+
 def loss_module(model: Any) -> Any:
     """``model`` inside a module whose ``forward(**batch)`` is :func:`target_loss`: what DDP wraps
     when several workers train, since the loss calls the LM's body and output layer directly and DDP
@@ -142,6 +158,8 @@ def distill_loop_per_worker(params: dict[str, Any]) -> None:
         torch.set_num_threads(max(1, int(config.run.cpus_per_worker)))
     base, tokenizer = load_base(config)
     peft_model = with_lora(base, config.lora)
+    if config.optim.precision == "bf16":
+        output_layer_in(base, torch.bfloat16)
     optimizer = torch.optim.AdamW(
         [p for p in peft_model.parameters() if p.requires_grad],
         lr=config.optim.learning_rate,
@@ -189,7 +207,9 @@ def distill_loop_per_worker(params: dict[str, Any]) -> None:
         last = state["step"] == config.optim.max_steps
         if state["step"] % config.run.checkpoint_every == 0 or last:
             metrics = {"step": state["step"], "loss": float(loss.item())}
-            metrics["seconds_per_step"] = (time.perf_counter() - started) / max(1, state["step"] - step)
+            metrics["seconds_per_step"] = (time.perf_counter() - started) / max(
+                1, state["step"] - resumed_from
+            )
             with tempfile.TemporaryDirectory() as tmp:
                 saved = None
                 if rank == 0:

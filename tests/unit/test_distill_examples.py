@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from distillation.config import AnswerTaskSettings, DistillConfig
@@ -307,3 +309,39 @@ def test_the_target_loss_is_the_models_own_loss_on_the_target_tokens() -> None:
     loss.backward()
     trained = [p for p in adapted.parameters() if p.requires_grad]
     assert trained and all(p.grad is not None and p.grad.abs().sum() > 0 for p in trained)
+
+
+def test_a_bf16_copy_of_the_frozen_output_layer_leaves_the_bf16_loss_unchanged(tmp_path: Path) -> None:
+    """``output_layer_in``: under bf16 autocast the frozen (tied) output layer was cast at every step;
+    its own bf16 copy gives the same loss and gradients, keeps the input embedding's fp32 table, and
+    the exported adapter still holds the LoRA weights only."""
+    import torch
+    from safetensors.torch import load_file
+
+    from distillation.config import LoraSettings
+    from distillation.loop import output_layer_in, target_loss, with_lora
+
+    ids = torch.randint(3, 97, (2, 10))
+    labels = torch.full_like(ids, -100)
+    labels[:, 6:] = ids[:, 6:]
+    batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+
+    def loss_and_grads(cast: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        base = tiny_gemma(2)
+        model = with_lora(base, LoraSettings(r=2, dropout=0.0))
+        if cast:
+            output_layer_in(base, torch.bfloat16)
+            assert base.get_output_embeddings().weight.dtype == torch.bfloat16
+            assert base.get_input_embeddings().weight.dtype == torch.float32
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = target_loss(model, batch)
+        loss.backward()
+        if cast:
+            model.save_pretrained(tmp_path)
+        return loss.detach(), [p.grad for p in model.parameters() if p.requires_grad]
+
+    (before, grads_before), (after, grads_after) = loss_and_grads(False), loss_and_grads(True)
+    assert torch.equal(before, after)
+    assert all(torch.equal(a, b) for a, b in zip(grads_before, grads_after, strict=True))
+    saved = load_file(str(tmp_path / "adapter_model.safetensors"))
+    assert saved and all("lora_" in name for name in saved)
