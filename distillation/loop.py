@@ -158,8 +158,9 @@ def distill_loop_per_worker(params: dict[str, Any]) -> None:
         torch.set_num_threads(max(1, int(config.run.cpus_per_worker)))
     base, tokenizer = load_base(config)
     peft_model = with_lora(base, config.lora)
-    if config.optim.precision == "bf16":
-        output_layer_in(base, torch.bfloat16)
+    dtype = _autocast_dtype(config)
+    if dtype is not None:
+        output_layer_in(base, dtype)
     optimizer = torch.optim.AdamW(
         [p for p in peft_model.parameters() if p.requires_grad],
         lr=config.optim.learning_rate,
@@ -242,14 +243,22 @@ def learning_rate(config: DistillConfig, step: int) -> float:
     return optim.learning_rate * (1.0 - 0.9 * (step - optim.warmup_steps) / span)
 
 
+def _autocast_dtype(config: DistillConfig) -> Any:
+    """The dtype the training precision computes in under autocast (``None``: plain fp32)."""
+    import torch
+
+    return None if config.optim.precision == "fp32" else torch.bfloat16
+
+
 def _autocast(config: DistillConfig) -> Any:
     import contextlib
 
     import torch
 
-    if config.optim.precision == "fp32":
+    dtype = _autocast_dtype(config)
+    if dtype is None:
         return contextlib.nullcontext()
-    return torch.autocast("cuda" if config.run.use_gpu else "cpu", dtype=torch.bfloat16)
+    return torch.autocast("cuda" if config.run.use_gpu else "cpu", dtype=dtype)
 
 
 GROUP_BATCHES = 8  # batches per length-sorted group
