@@ -119,7 +119,9 @@ class WorkerSession:
         if config.init is not None:  # warm start (GLM): an exported retriever's network and tokenizer
             from training.warm_start import warm_start_model
 
-            model, self.resources = warm_start_model(config.init, self.embedder.dim)
+            model, self.resources = warm_start_model(
+                config.init, self.embedder.dim, config.backbone.attention_dropout
+            )
         else:
             model, self.resources = self.family.build_model(config, self.embedder.dim)
         optimizer = torch.optim.AdamW(

@@ -85,6 +85,8 @@ def resolve_init(config: TrainConfig, out: Path) -> tuple[TrainConfig, dict[str,
         ) from exc
     backbone = retriever_backbone(meta)
     conflicts = _backbone_conflicts(config.backbone, backbone) + _architecture_conflicts(config.glm, own)
+    if config.backbone.attention_dropout is not None and (meta.get("backbone") or {}).get("kind") != "bert":
+        conflicts.append("backbone.attention_dropout (BERT backbones only)")
     if conflicts:
         raise InitError(
             f"init retriever {directory} has backbone {_describe_backbone(meta, backbone)}, but the config "
@@ -139,12 +141,18 @@ def remember_init(out: Path, record: dict[str, Any] | None) -> None:
         )
 
 
-def warm_start_model(path: str | Path, question_dim: int) -> tuple[GLMRetrieverModel, Any]:
+def warm_start_model(
+    path: str | Path, question_dim: int, attention_dropout: float | None = None
+) -> tuple[GLMRetrieverModel, Any]:
     """The network (train mode, the init retriever's exact weights) and tokenizer a worker starts
-    from instead of a freshly built model; ``question_dim``: the run's question embedder's width."""
+    from instead of a freshly built model; ``question_dim``: the run's question embedder's width;
+    ``attention_dropout`` (BERT backbones): the run's, where the config sets one."""
+    from hoprag.glm.bert_encoder import GraphBertEncoder
     from hoprag.glm.retriever import load_retriever_model
 
     model, tokenizer, _ = load_retriever_model(path)
+    if attention_dropout is not None and isinstance(model.encoder, GraphBertEncoder):
+        model.encoder.set_attention_dropout(attention_dropout)
     if model.question_proj.in_features != question_dim:
         raise InitError(
             f"init retriever {path} takes {model.question_proj.in_features}-d question vectors, "

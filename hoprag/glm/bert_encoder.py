@@ -82,6 +82,14 @@ class GraphBertEncoder(GraphEncoder):
             "absolute_positions": self.absolute_positions,
         }
 
+    def set_attention_dropout(self, probability: float) -> None:
+        """Dropout on every layer's attention probabilities (recorded in the backbone config, which
+        an export keeps). Any dropout there draws a ``(B, H, N, N)`` random mask per layer in training,
+        a large share of a CPU step at a few hundred tokens."""
+        self.backbone.config.attention_probs_dropout_prob = probability
+        for layer in self.backbone.encoder.layer:
+            layer.attention.self.dropout.p = probability
+
     def position_ids(
         self, input_ids: torch.Tensor, node_positions: torch.Tensor | None
     ) -> torch.Tensor | None:

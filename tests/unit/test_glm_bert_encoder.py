@@ -221,3 +221,34 @@ def test_backbone_names_and_options(encoder):
     unpositioned = build_graph_encoder(MINILM.model_copy(update={"absolute_positions": "none"}))
     assert unpositioned.position_ids(ids, None) is None
     assert not unpositioned.backbone.embeddings.position_embeddings.weight.requires_grad
+
+
+def _without_hidden_dropout(encoder: GraphBertEncoder) -> GraphBertEncoder:
+    """Switch off every dropout but the attention probabilities' (embeddings and layer outputs)."""
+    encoder.backbone.embeddings.dropout.p = 0.0
+    for layer in encoder.backbone.encoder.layer:
+        layer.attention.output.dropout.p = 0.0
+        layer.output.dropout.p = 0.0
+    return encoder
+
+
+def test_attention_dropout_is_the_configs_and_zero_makes_training_deterministic(tmp_path, tok):
+    """``backbone.attention_dropout``: None keeps MiniLM's 0.1 (train-mode attention is random);
+    0 sets every layer, so with the other dropouts off a training forward equals evaluation's. The
+    export records it; the embedded T5 rejects it."""
+    levi = encode_levi_graph([("mira castell", "born in", "dornwick")], QUESTION, tok)
+    inputs = _inputs([levi])
+    stock = _without_hidden_dropout(build_graph_encoder(MINILM))
+    assert stock.backbone.config.attention_probs_dropout_prob == 0.1
+    off = _without_hidden_dropout(build_graph_encoder(MINILM.model_copy(update={"attention_dropout": 0.0})))
+    assert [layer.attention.self.dropout.p for layer in off.backbone.encoder.layer] == [0.0] * 6
+    assert off.describe()["config"]["attention_probs_dropout_prob"] == 0.0
+    with torch.no_grad():
+        torch.manual_seed(0)
+        random_attention = stock.train()(*inputs)
+        evaluated = stock.eval()(*inputs)
+        assert not torch.allclose(random_attention, evaluated, atol=1e-4)
+        torch.manual_seed(0)
+        assert torch.allclose(off.train()(*inputs), evaluated, atol=1e-5)
+    with pytest.raises(ValueError, match="attention_dropout applies to BERT"):
+        BackboneConfig(attention_dropout=0.0)

@@ -210,3 +210,26 @@ def test_zero_shot_on_an_index_the_retriever_never_saw(run_a, small_index, capsy
     assert main(["eval", "retrieval", "--index", str(small_index), "--retriever", str(run), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["n"] == 2 and result["errors"] == 0
+
+
+def test_a_runs_attention_dropout_applies_to_a_bert_init(tmp_path):
+    """Fine-tuning from a MiniLM retriever uses the config's ``backbone.attention_dropout`` where it
+    sets one (the retriever's otherwise); a T5 retriever has none and refuses it by name."""
+    minilm = BackboneConfig(model="minilm")
+    model = GLMRetrieverModel(build_graph_encoder(minilm), question_dim=384)
+    save_retriever(tmp_path / "bert" / "retriever", model, load_tokenizer(minilm), GLMSettings())
+
+    def probabilities(net):
+        return {layer.attention.self.dropout.p for layer in net.encoder.backbone.encoder.layer}
+
+    assert probabilities(warm_start_model(tmp_path / "bert", 384)[0]) == {0.1}
+    assert probabilities(warm_start_model(tmp_path / "bert", 384, attention_dropout=0.0)[0]) == {0.0}
+    config = _config(init=str(tmp_path / "bert"), backbone={"model": "minilm", "attention_dropout": 0.0})
+    assert resolve_init(config, tmp_path / "b")[0].backbone.attention_dropout == 0.0
+
+
+def test_attention_dropout_is_refused_for_a_t5_init(run_a, tmp_path):
+    run, _ = run_a
+    config = _config(init=str(run), backbone={"model": "t5-small", "attention_dropout": 0.0})
+    with pytest.raises(InitError, match=r"backbone.attention_dropout \(BERT backbones only\)"):
+        resolve_init(config, tmp_path / "b")
