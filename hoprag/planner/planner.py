@@ -32,6 +32,7 @@ from hoprag.llm.base import (
     uses_student_prompt,
 )
 from hoprag.planner import prompts as P
+from hoprag.planner.answer_type import answer_kind, fit_answer
 from hoprag.planner.config import PlannerConfig
 from hoprag.planner.knowledge import KnowledgeGraphView, VertexMatch
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
@@ -174,7 +175,11 @@ class Planner:
             final = sub_answers[0][1]
         else:
             spec = P.final_answer_prompt(asked, sub_answers, self.style)
-            final = self._ask_final(spec, ledger, "aggregate", events) or ""
+            final, problem = fit_answer(
+                asked, self._ask_final(spec, ledger, "aggregate", events, asked) or ""
+            )
+            if problem:
+                notes.append(f"aggregate: {problem}")
         triples, documents = self._evidence(steps)
         if top_k is not None:
             documents = documents[:top_k]
@@ -212,6 +217,7 @@ class Planner:
         """The step loop for one (sub-)question; returns its answer ('' when not enough info).
         Stages go to ``events``; the final answer call streams to ``stream_to``."""
         cfg = self.config
+        first_step = len(steps)
         plan = self._ask(P.plan_prompt(question, self.style), ledger, "plan", parse_steps)
         if not plan:
             notes.append("plan: unusable output, the question is the only step")
@@ -262,7 +268,11 @@ class Planner:
                     step.degraded.append("update: plan kept")
                     continue
                 if update.final_answer:
-                    return update.final_answer
+                    final, problem = fit_answer(question, update.final_answer)
+                    if final:
+                        return final
+                    step.degraded.append(f"update: {problem}; the final answer is asked from the findings")
+                    break
                 if update.remaining is not None and update.remaining != remaining:
                     plan = plan[:done] + update.remaining
                     plans.append(list(plan))
@@ -289,10 +299,37 @@ class Planner:
                     )
                 if answerable:
                     break
-        if done < len(plan):
-            notes.append(f"stopped after max_steps={cfg.max_steps} with {len(plan) - done} steps left")
-        spec = P.final_answer_prompt(question, found, self.style)
-        return self._ask_final(spec, ledger, "final_answer", stream_to) or ""
+        else:
+            if done < len(plan):
+                notes.append(f"stopped after max_steps={cfg.max_steps} with {len(plan) - done} steps left")
+        spec = self._final_prompt(question, found, steps[first_step:])
+        final, problem = fit_answer(
+            question, self._ask_final(spec, ledger, "final_answer", stream_to, question) or ""
+        )
+        if problem:
+            notes.append(f"final_answer: {problem}")
+        return final
+
+    def _final_prompt(
+        self, question: str, found: Sequence[tuple[str, str]], steps: Sequence[StepTrace]
+    ) -> PromptSpec:
+        """The final-answer prompt over the step findings; for a yes/no question, the answer prompt
+        over every step's facts and documents instead. A yes/no answer is a comparison of facts the
+        steps found (two objects equal or not), which the findings' "question -> answer" lines do
+        not set side by side; the final-answer prompt's examples all answer with a name, and a
+        small model answered yes/no questions with one. The answer prompt is the one retrieve mode
+        and the distilled student answer comparisons with."""
+        if answer_kind(question) != "yes_no":
+            return P.final_answer_prompt(question, found, self.style)
+        clues = [c for s in steps for c in s.clues]
+        facts = list(dict.fromkeys(t.text for c in clues for t in c.triples))
+        return P.answer_prompt(
+            question,
+            facts,
+            self.style,
+            self._document_texts(clues),
+            student=uses_student_prompt(self.client.llm, TASK_ANSWER),
+        )
 
     def _run_step(
         self, index: int, query: str, ledger: CallLedger, events: EventSink | None = None
@@ -395,7 +432,9 @@ class Planner:
             answer = self._ask(
                 P.summary_prompt(query, pairs, self.style), ledger, "step_summary", parse_answer, step
             )
-        step.answer = answer or ""
+        step.answer, problem = fit_answer(query, answer or "")
+        if problem:
+            step.degraded.append(f"step_answer: {problem}")
         step.seconds = time.perf_counter() - started
         if events is not None:
             events.stage("step_answer", step=index, query=query, answer=step.answer)
@@ -504,13 +543,13 @@ class Planner:
         return self._ask_many([spec], ledger, purpose, parser, step)[0]
 
     def _ask_final(
-        self, spec: PromptSpec, ledger: CallLedger, purpose: str, stream_to: EventSink | None
+        self, spec: PromptSpec, ledger: CallLedger, purpose: str, stream_to: EventSink | None, question: str
     ) -> str | None:
-        """The final answer call; streamed to ``stream_to`` (as generated) when given."""
+        """The final answer call for ``question``; streamed to ``stream_to`` (as generated) when given."""
         if stream_to is None:
             return self._ask(spec, ledger, purpose, parse_answer)
         completion = self.client.complete_streamed(
-            spec.prompt, spec.params, ledger, purpose, stream_to.answer_output, stream_to.cancel
+            spec.prompt, spec.params, ledger, purpose, stream_to.answer_stream(question), stream_to.cancel
         )
         return self._parse_all([spec], [completion], purpose, parse_answer)[0]
 

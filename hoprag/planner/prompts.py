@@ -32,6 +32,7 @@ import re
 from collections.abc import Sequence
 
 from hoprag.llm.base import TASK_ANSWER, ChatMessage, GenerationParams, Prompt, PromptSpec, PromptStyle
+from hoprag.planner.answer_type import AUXILIARY_VERBS, QUESTION_WORDS
 
 PLANNER_PROMPT_VERSION = "pai2-v1"
 
@@ -361,24 +362,5 @@ def copied_from_examples(prompt: Prompt, text: str) -> bool:
 
 
 _NAME_WORD = re.compile(r"\b[A-Z0-9][\w'-]*")
-_QUESTION_WORDS = {
-    "who",
-    "what",
-    "when",
-    "where",
-    "which",
-    "why",
-    "how",
-    "is",
-    "are",
-    "was",
-    "were",
-    "do",
-    "does",
-    "did",
-    "the",
-    "a",
-    "an",
-    "in",
-    "of",
-}
+# capitalized words of a question that name nothing
+_QUESTION_WORDS = QUESTION_WORDS | AUXILIARY_VERBS | {"the", "a", "an", "in", "of"}

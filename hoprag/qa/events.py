@@ -13,7 +13,8 @@ differ). Two kinds of events reach :attr:`EventSink.emit`:
   what :func:`~hoprag.planner.parsing.answer_text_so_far` settles of the output so far, and
   :meth:`EventSink.finish` adds the rest of the answer, so that all of them joined are the
   answer (unless the parser rejected an output that looked like one; the final answer is what
-  counts).
+  counts). A yes/no question's answer is one word known only once the output is parsed and
+  checked (:mod:`hoprag.planner.answer_type`), so it comes as one token from ``finish``.
 
 Cancelling :attr:`EventSink.cancel` (the listener went away) makes the next event raise
 :class:`StreamCancelled` in the pipeline and stops the LLM call being streamed.
@@ -27,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from hoprag.llm.streaming import CancelToken
+from hoprag.planner.answer_type import answer_kind
 from hoprag.planner.parsing import answer_text_so_far
 from hoprag.planner.trace import DocumentEvidence, TripleEvidence
 
@@ -49,6 +51,14 @@ class EventSink:
     def stage(self, name: str, **payload: Any) -> None:
         """One finished stage (``plan``, ``seeds``, ``triples``, ``step_answer``, ``update``)."""
         self._send("stage", {"stage": name, **payload})
+
+    def answer_stream(self, question: str) -> Callable[[str], None]:
+        """Where the answer call for ``question`` sends its output as generated:
+        :meth:`answer_output`, or nowhere for a yes/no question (the model's "Yes, both are German"
+        answers "Yes"; :meth:`finish` sends it)."""
+        if answer_kind(question) == "yes_no":
+            return _discard
+        return self.answer_output
 
     def answer_output(self, delta: str) -> None:
         """More of the final answer call's output: emits the answer text it settles, if any."""
@@ -75,6 +85,10 @@ class EventSink:
     def _check(self) -> None:
         if self.cancel.cancelled:
             raise StreamCancelled("the listener went away")
+
+
+def _discard(delta: str) -> None:
+    """An answer output nobody listens to."""
 
 
 def triples_payload(triples: Sequence[TripleEvidence]) -> list[dict[str, Any]]:

@@ -38,7 +38,7 @@ class NoContextAnswer:
         spec = P.final_answer_prompt(text, [], self.client.prompt_style)
         ledger = CallLedger()
         completion = self.client.complete_streamed(
-            spec.prompt, spec.params, ledger, "answer", events.answer_output, events.cancel
+            spec.prompt, spec.params, ledger, "answer", events.answer_stream(text), events.cancel
         )
         answer = self._finish(text, spec.prompt, completion, ledger, started)
         events.finish(answer.answer)
@@ -68,7 +68,7 @@ class NoContextAnswer:
     def _finish(
         text: str, prompt: Prompt, completion: Completion, ledger: CallLedger, started: float
     ) -> Answer:
-        answer, problem = answer_from_completion(prompt, completion)
+        answer, problem = answer_from_completion(text, prompt, completion)
         step = StepTrace(index=0, query=text, answer=answer)
         if problem:
             step.degraded.append(f"answer: {problem}")

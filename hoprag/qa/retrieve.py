@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from hoprag.linking.linker import EntityLinks, QuestionLinker
 from hoprag.llm.base import LLM, TASK_ANSWER, Completion, Prompt, PromptSpec, uses_student_prompt
 from hoprag.planner import prompts as P
+from hoprag.planner.answer_type import fit_answer
 from hoprag.planner.knowledge import KnowledgeGraphView
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
 from hoprag.planner.parsing import parse_answer
@@ -33,9 +34,10 @@ if TYPE_CHECKING:
     from hoprag.qa.events import EventSink
 
 
-def answer_from_completion(prompt: Prompt, completion: Completion) -> tuple[str, str | None]:
-    """The usable answer in one answer-prompt completion ("" if none) and, if unusable, why: an LLM
-    error, an unparsable output, or an answer copied from the prompt's few-shot examples."""
+def answer_from_completion(question: str, prompt: Prompt, completion: Completion) -> tuple[str, str | None]:
+    """The usable answer to ``question`` in one answer-prompt completion ("" if none) and, if
+    unusable, why: an LLM error, an unparsable output, an answer copied from the prompt's few-shot
+    examples, or one of the wrong kind (:func:`~hoprag.planner.answer_type.fit_answer`)."""
     if not completion.ok:
         return "", f"LLM error {completion.error}"
     parsed = parse_answer(completion.text)
@@ -43,7 +45,7 @@ def answer_from_completion(prompt: Prompt, completion: Completion) -> tuple[str,
         return "", parsed.reason
     if parsed.value and P.copied_from_examples(prompt, parsed.value):
         return "", "output copied from the prompt's examples"
-    return parsed.value or "", None
+    return fit_answer(question, parsed.value or "")
 
 
 @dataclass
@@ -117,7 +119,12 @@ class RetrieveThenAnswer:
         )
         spec = self._prompt(retrieval, step)
         completion = self.client.complete_streamed(
-            spec.prompt, spec.params, retrieval.ledger, "answer", events.answer_output, events.cancel
+            spec.prompt,
+            spec.params,
+            retrieval.ledger,
+            "answer",
+            events.answer_stream(retrieval.question),
+            events.cancel,
         )
         answer = self._finish(retrieval, step, spec, completion, top_k, started)
         events.finish(answer.answer)
@@ -167,7 +174,7 @@ class RetrieveThenAnswer:
         started: float,
     ) -> Answer:
         """The answer from the answer call's completion, with the retrieval's trace and cost."""
-        answer, problem = answer_from_completion(spec.prompt, completion)
+        answer, problem = answer_from_completion(retrieval.question, spec.prompt, completion)
         if problem:
             step.degraded.append(f"answer: {problem}")
         step.answer = answer

@@ -33,6 +33,8 @@ def _script(**overrides: str) -> list[Rule]:
         ),
         "summary": Rule("summary", "Germany", "What country"),
         "final_answer": Rule("final", "yes"),
+        # a yes/no question's final answer is asked with the answer prompt over all steps' facts
+        "yes_no_final": Rule("answer", "yes", f"Question: {QUESTION}"),
         "answerable": Rule("answerable", "yes", "4. What country is Carl Boese from? -> Germany"),
     }
     rules.update({k: Rule(**{**rules[k].__dict__, "response": v}) for k, v in overrides.items()})
@@ -88,7 +90,10 @@ def test_paper_like_pattern_costs_more_calls_than_ours_for_the_same_answer(film_
     assert ours.answer == paper.answer == "yes"
     assert paper.llm_calls > ours.llm_calls
     kinds = set(paper_llm.kinds())
-    assert {"plan", "entities", "answer", "summary", "enhance", "answerable", "final"} <= kinds
+    assert {"plan", "entities", "answer", "summary", "enhance", "answerable"} <= kinds
+    # the yes/no question's final answer: the answer prompt on the whole question, not "final"
+    assert "final" not in kinds and paper_llm.prompts[-1] == ("answer", paper_llm.prompts[-1][1])
+    assert f"Question: {QUESTION}" in paper_llm.prompts[-1][1]
     assert max(paper_llm.batches) == 1  # no batching in the paper-like pattern
 
 
@@ -358,3 +363,58 @@ def test_a_plan_that_is_the_question_itself_answers_with_its_step(film_kg, plan:
     paper = ScriptedPlannerLLM(rules)  # the paper's call pattern keeps its answerability and final calls
     Planner(film_kg, paper, PlannerConfig.paper_like()).answer("Who directed Payment On Demand?")
     assert "final" in paper.kinds()
+
+
+YES_NO = "Are Curtis Bernhardt and Carl Boese from the same country?"
+YES_NO_PLAN = "1. What country is Curtis Bernhardt from?\n2. What country is Carl Boese from?"
+
+
+def test_a_yes_no_question_answered_with_a_name_is_asked_again_from_all_steps_facts(film_kg) -> None:
+    # The base model's update answered the demo's yes/no question with a name found on the way.
+    rules = [
+        Rule("plan", YES_NO_PLAN),
+        Rule("answer", "Yes", f"Question: {YES_NO}"),
+        Rule("answer", "Germany", "Question: What country"),
+        Rule("update", "Final answer: Germany"),
+    ]
+    llm = ScriptedPlannerLLM(rules)
+    result = Planner(film_kg, llm).answer(YES_NO)
+    assert result.answer == "Yes" and not result.not_enough_info
+    assert result.steps[-1].degraded == [
+        "update: 'Germany' does not answer a yes/no question; the final answer is asked from the findings"
+    ]
+    assert not any("max_steps" in n for n in result.notes)  # the search ended, it was not cut short
+    assert llm.kinds()[-2:] == ["update", "answer"] and "final" not in llm.kinds()
+    final_prompt = llm.prompts[-1][1]
+    for step in result.steps:  # every step's facts, side by side
+        for triple in (t for c in step.clues for t in c.triples):
+            assert f"- {triple.text}" in final_prompt
+
+
+def test_a_yes_no_question_without_a_yes_or_no_answer_has_not_enough_info(film_kg) -> None:
+    rules = [
+        Rule("plan", YES_NO_PLAN),
+        Rule("answer", "Germany"),
+        Rule("update", "Final answer: Germany"),
+    ]
+    result = Planner(film_kg, ScriptedPlannerLLM(rules)).answer(YES_NO)
+    assert result.answer == NOT_ENOUGH_INFO and result.not_enough_info
+    assert result.notes[-1] == "final_answer: 'Germany' does not answer a yes/no question"
+
+
+def test_a_yes_to_an_open_step_is_no_step_answer(film_kg) -> None:
+    rules = [Rule("plan", "1. Who directed My Cousin From Warsaw?"), Rule("answer", "yes")]
+    result = Planner(film_kg, ScriptedPlannerLLM(rules)).answer("Who directed My Cousin From Warsaw?")
+    assert result.steps[0].answer == "" and result.not_enough_info
+    assert result.steps[0].degraded[0].startswith("step_answer: 'yes' answers yes/no")
+
+
+def test_retrieve_mode_checks_the_answer_kind(film_kg, embedder) -> None:
+    llm = ScriptedPlannerLLM([Rule("answer", "Germany", "Question: Are"), Rule("answer", "Yes")])
+    qa = _retrieve_mode(film_kg, embedder, llm)
+    wrong_kind, open_yes = qa.answer_batch([YES_NO, "Who directed My Cousin From Warsaw?"])
+    assert wrong_kind.not_enough_info and wrong_kind.answer == NOT_ENOUGH_INFO
+    assert wrong_kind.steps[0].degraded == ["answer: 'Germany' does not answer a yes/no question"]
+    assert open_yes.not_enough_info and open_yes.steps[0].degraded[0].startswith("answer: 'Yes' answers")
+    right = _retrieve_mode(film_kg, embedder, ScriptedPlannerLLM([Rule("answer", "yes, both")]))
+    assert right.answer(YES_NO).answer == "yes"
