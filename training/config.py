@@ -88,7 +88,9 @@ class TrainData(StrictModel):
         default=True,
         description="Encode training subgraphs in a Ray Data map stage and stream them to the workers "
         "(ray.train.get_dataset_shard); false: each worker samples and encodes its own questions "
-        "in-process (no Ray Data actors; exact resume; for tiny runs and debugging).",
+        "in-process (no Ray Data actors; a fixed order; exact resume). The CPU recipes use false: "
+        "while the stream waits for the trainers, Ray Data's scheduling loop keeps most of a core "
+        "busy, a third of a 2-core machine (docs/glm.md §15).",
     )
     map_batch_size: int = Field(
         default=4,

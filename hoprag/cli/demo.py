@@ -133,6 +133,8 @@ def _train_and_compare(index_dir: Path, run_dir: Path, steps: int) -> None:
             "max_steps": steps,
             "epochs": 50,
             "run": {"checkpoint_every": 50},
+            # as the CPU recipes: on 2 cores a Ray Data stream's scheduling loop would take a core
+            "data": {"streaming": False},
         }
     )
     print(
