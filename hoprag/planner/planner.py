@@ -175,11 +175,7 @@ class Planner:
             final = sub_answers[0][1]
         else:
             spec = P.final_answer_prompt(asked, sub_answers, self.style)
-            final, problem = fit_answer(
-                asked, self._ask_final(spec, ledger, "aggregate", events, asked) or ""
-            )
-            if problem:
-                notes.append(f"aggregate: {problem}")
+            final = self._ask_final(spec, ledger, "aggregate", events, asked, notes)
         triples, documents = self._evidence(steps)
         if top_k is not None:
             documents = documents[:top_k]
@@ -303,12 +299,7 @@ class Planner:
             if done < len(plan):
                 notes.append(f"stopped after max_steps={cfg.max_steps} with {len(plan) - done} steps left")
         spec = self._final_prompt(question, found, steps[first_step:])
-        final, problem = fit_answer(
-            question, self._ask_final(spec, ledger, "final_answer", stream_to, question) or ""
-        )
-        if problem:
-            notes.append(f"final_answer: {problem}")
-        return final
+        return self._ask_final(spec, ledger, "final_answer", stream_to, question, notes)
 
     def _final_prompt(
         self, question: str, found: Sequence[tuple[str, str]], steps: Sequence[StepTrace]
@@ -543,15 +534,27 @@ class Planner:
         return self._ask_many([spec], ledger, purpose, parser, step)[0]
 
     def _ask_final(
-        self, spec: PromptSpec, ledger: CallLedger, purpose: str, stream_to: EventSink | None, question: str
-    ) -> str | None:
-        """The final answer call for ``question``; streamed to ``stream_to`` (as generated) when given."""
+        self,
+        spec: PromptSpec,
+        ledger: CallLedger,
+        purpose: str,
+        stream_to: EventSink | None,
+        question: str,
+        notes: list[str],
+    ) -> str:
+        """The final answer to ``question`` ("" when none): one call, streamed to ``stream_to`` (as
+        generated) when given; an answer of the wrong kind is none, with the reason in ``notes``."""
         if stream_to is None:
-            return self._ask(spec, ledger, purpose, parse_answer)
-        completion = self.client.complete_streamed(
-            spec.prompt, spec.params, ledger, purpose, stream_to.answer_stream(question), stream_to.cancel
-        )
-        return self._parse_all([spec], [completion], purpose, parse_answer)[0]
+            answer = self._ask(spec, ledger, purpose, parse_answer)
+        else:
+            completion = self.client.complete_streamed(
+                spec.prompt, spec.params, ledger, purpose, stream_to.answer_stream(question), stream_to.cancel
+            )
+            answer = self._parse_all([spec], [completion], purpose, parse_answer)[0]
+        final, problem = fit_answer(question, answer or "")
+        if problem:
+            notes.append(f"{purpose}: {problem}")
+        return final
 
     def _ask_many(
         self,
