@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from distillation.config import DistillConfig, LoraSettings
+from hoprag.lr_schedule import warmup_linear_factor
 
 STATE_FILE = "distill_state.json"
 OPTIMIZER_FILE = "optimizer.pt"
@@ -237,10 +238,7 @@ def learning_rate(config: DistillConfig, step: int) -> float:
     """Step ``step``'s learning rate: linear warm-up, then linear decay to 10% at ``max_steps``
     (a function of the step alone, so a resumed run continues the same schedule)."""
     optim = config.optim
-    if step < optim.warmup_steps:
-        return optim.learning_rate * (step + 1) / optim.warmup_steps
-    span = max(1, optim.max_steps - optim.warmup_steps)
-    return optim.learning_rate * (1.0 - 0.9 * (step - optim.warmup_steps) / span)
+    return optim.learning_rate * warmup_linear_factor(step, optim.warmup_steps, optim.max_steps, 0.1)
 
 
 def _autocast_dtype(config: DistillConfig) -> Any:

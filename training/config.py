@@ -19,6 +19,16 @@ class OptimConfig(StrictModel):
     head_lr: float = Field(default=5e-4, gt=0, description="question_proj + entity_scorer (paper: 5e-4).")
     backbone_lr: float = Field(default=1e-4, gt=0, description="The pretrained encoder (paper: 1e-4).")
     weight_decay: float = Field(default=0.0, ge=0)
+    lr_schedule: Literal["constant", "warmup_linear"] = Field(
+        default="constant",
+        description="constant: the paper's fixed rates; warmup_linear: every group's rate rises "
+        "linearly over `warmup_steps`, then falls linearly to `final_lr_fraction` of it at the run's "
+        "last step (`max_steps`, or the end of the last epoch).",
+    )
+    warmup_steps: int = Field(default=0, ge=0, description="warmup_linear: steps of linear warm-up.")
+    final_lr_fraction: float = Field(
+        default=0.0, ge=0, le=1, description="warmup_linear: the rates at the last step, as a fraction."
+    )
     grad_clip: float = Field(default=1.0, ge=0, description="Gradient norm clipping (0 = off).")
     bce_weight: float = Field(default=0.44, ge=0)
     list_ce_weight: float = Field(default=0.56, ge=0)

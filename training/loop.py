@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from hoprag.lr_schedule import warmup_linear_factor
 from training.config import TrainConfig
 from training.data import EpochGeometry, TrainSet, examples_from_columns, sources_from_params
 from training.families import family_of
@@ -124,12 +125,14 @@ class WorkerSession:
             )
         else:
             model, self.resources = self.family.build_model(config, self.embedder.dim)
-        optimizer = torch.optim.AdamW(
+        self.optimizer = torch.optim.AdamW(
             model.parameter_groups(config.optim.head_lr, config.optim.backbone_lr),
             weight_decay=config.optim.weight_decay,
         )
+        # The schedule scales these; DeepSpeed's ZeRO wrappers step this optimizer's own groups.
+        self.base_lrs = [float(group["lr"]) for group in self.optimizer.param_groups]
         self.engine, _, _, _ = deepspeed.initialize(
-            model=model, optimizer=optimizer, config=deepspeed_config(config)
+            model=model, optimizer=self.optimizer, config=deepspeed_config(config)
         )
         # Every worker must take the same number of steps (collectives): an epoch is a whole number
         # of steps of every worker (training.data.EpochGeometry).
@@ -224,6 +227,7 @@ class WorkerSession:
             config.optim.list_ce_weight,
         )
         self.engine.backward(loss)
+        lr_factor = self.set_learning_rates()
         self.engine.step()
         # GLM inputs are tokens; the GNN's nodes are not, and it reports no token rate.
         input_ids = getattr(batch, "input_ids", None)
@@ -234,6 +238,7 @@ class WorkerSession:
         elapsed = time.perf_counter() - self.started
         self.metrics = {
             "loss": float(loss.detach()),
+            "lr_factor": lr_factor,
             "subgraphs_per_s": self.steps_this_session * self.micro * self.world / elapsed,
         }
         if input_ids is not None:
@@ -242,6 +247,19 @@ class WorkerSession:
             write_progress(
                 Path(self.params["out"]), self.state["step"], self.total_steps, self.metrics["loss"]
             )
+
+    def set_learning_rates(self) -> float:
+        """Scale every parameter group's rate for the coming optimizer step (``optim.lr_schedule``,
+        a function of the step alone: a resumed run continues the curve); returns the factor."""
+        optim = self.config.optim
+        factor = 1.0
+        if optim.lr_schedule == "warmup_linear":
+            factor = warmup_linear_factor(
+                self.state["step"], optim.warmup_steps, self.total_steps, optim.final_lr_fraction
+            )
+        for group, base in zip(self.optimizer.param_groups, self.base_lrs, strict=True):
+            group["lr"] = base * factor
+        return factor
 
     def end_epoch(self) -> None:
         """Close a finished epoch, validate (rank 0) and checkpoint with the validation metrics."""

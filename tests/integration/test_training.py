@@ -64,12 +64,16 @@ def _config(max_steps: int, **extra) -> TrainConfig:
 
 def test_train_resume_export_and_evaluate(tmp_path, train_index, ray_cluster):
     run = tmp_path / "run"
-    first = run_training(train_index, run, _config(4), RayConfig(address=ray_cluster))
+    schedule = {"optim": {"lr_schedule": "warmup_linear", "warmup_steps": 2}}
+    first = run_training(train_index, run, _config(4, **schedule), RayConfig(address=ray_cluster))
     assert first["step"] == 4 and first["loss"] > 0
+    assert first["lr_factor"] == pytest.approx(0.5)  # step 4 of 4: halfway down from the peak at 3
     assert (run / "retriever" / "retriever.json").is_file()
-    # re-running the same command with a larger budget resumes from the step-4 checkpoint
-    second = run_training(train_index, run, _config(6), RayConfig(address=ray_cluster))
+    # re-running the same command with a larger budget resumes from the step-4 checkpoint, and the
+    # schedule stretches to the new budget: step 6 of 6, (6 - 3) / (6 - 2) of the way down
+    second = run_training(train_index, run, _config(6, **schedule), RayConfig(address=ray_cluster))
     assert second["step"] == 6
+    assert second["lr_factor"] == pytest.approx(0.25)
     states = sorted((run / "ray" / "glm").glob("checkpoint_*/trainer_state.json"))
     assert states and max(json.loads(p.read_text())["step"] for p in states) == 6
     index = KGIndex(train_index)
