@@ -172,6 +172,7 @@ def retriever_backbone(meta: dict[str, Any]) -> dict[str, Any]:
             absolute_positions=entry.get("absolute_positions"),
             relative_attention_num_buckets=entry.get("num_buckets"),
             relative_attention_max_distance=entry.get("max_distance"),
+            frozen_local_layers=entry.get("frozen_local_layers", 0),  # 0 in exports before the option
         )
     elif kind == "t5" and name == EMBEDDED and isinstance(meta.get("t5_config"), dict):
         values.update({f: meta["t5_config"].get(f) for f in _EMBEDDED_T5_FIELDS})

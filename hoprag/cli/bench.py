@@ -153,6 +153,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=["glm"],
         help="whose training throughput (1 vs 2 workers) to measure",
     )
+    bt.add_argument(
+        "--frozen-local-layers",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="K",
+        help="MiniLM GLM training step (one process, batch 2, 100 triples) for each "
+        "backbone.frozen_local_layers value, taking turns on the same subgraphs; ratios are to the first "
+        "(none: skip it)",
+    )
+    bt.add_argument(
+        "--frozen-steps", type=int, default=10, help="timed steps per value of --frozen-local-layers"
+    )
     bt.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     bt.add_argument("--workdir", type=Path, default=Path("runs/bench-train"))
     bt.add_argument("--json", action="store_true", help="one line of JSON")

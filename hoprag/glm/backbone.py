@@ -49,6 +49,13 @@ class BackboneConfig(StrictModel):
         "label reads as a phrase), the question keeps its ordinary positions; sequence: 0..N-1 over the whole "
         "input (order-dependent); none: no position embedding.",
     )
+    frozen_local_layers: int = Field(
+        default=0,
+        ge=0,
+        description="BERT backbones only: the lowest K layers read each node label (and the question) on its "
+        "own, with no graph bias, frozen pretrained weights and no dropout, run without autograd; the graph "
+        "bias and training start at layer K (at least one layer must remain). 0: every layer sees the graph.",
+    )
     num_layers: int = Field(default=4, ge=1, description="Embedded T5 only: encoder layers.")
     num_heads: int = Field(
         default=6, ge=1, description="Embedded T5 only: attention heads (d_kv = 384 / heads)."
@@ -82,6 +89,8 @@ class BackboneConfig(StrictModel):
             raise ValueError(
                 "attention_dropout applies to BERT backbones; the embedded T5's dropout is dropout_rate"
             )
+        if self.frozen_local_layers and self.model == EMBEDDED:
+            raise ValueError("frozen_local_layers applies to BERT backbones, not the embedded T5")
         return self
 
 
@@ -143,6 +152,7 @@ def build_graph_encoder(
             max_distance=config.relative_attention_max_distance,
             absolute_positions=config.absolute_positions,
             name=config.model,
+            frozen_local_layers=config.frozen_local_layers,
         )
         if config.attention_dropout is not None:
             encoder.set_attention_dropout(config.attention_dropout)
@@ -152,6 +162,8 @@ def build_graph_encoder(
             f"backbone.attention_dropout applies to BERT backbones; {config.model!r} is a T5 "
             "(the embedded T5's dropout is backbone.dropout_rate)"
         )
+    if config.frozen_local_layers:
+        raise ValueError(f"backbone.frozen_local_layers applies to BERT backbones; {config.model!r} is a T5")
     return GraphT5Encoder(backbone, global_graph, with_text, name=config.model)
 
 

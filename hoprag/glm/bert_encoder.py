@@ -17,6 +17,12 @@ The BERT weights are used unchanged. The GLM's graph structure enters in two pla
   ``sequence`` numbers the whole input 0, 1, 2, ... (stock BERT on the concatenated tokens; it
   depends on node order and saturates at the model's 512 positions); ``none`` adds no position
   embedding at all, leaving word order to the relative bias.
+
+``frozen_local_layers`` (default 0) splits the stack: the lowest K layers read every node label,
+and the question, on its own (attention only between tokens of the same node, no graph bias),
+with their pretrained weights frozen and without dropout, so they run without autograd and with
+the fused attention kernel; the graph bias and training start at layer K. It trades the lower
+layers' graph view for a cheaper training step (``docs/glm.md`` "Backbones").
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ class GraphBertEncoder(GraphEncoder):
         max_distance: int = 128,
         absolute_positions: AbsolutePositions = "per_node",
         name: str = "",
+        frozen_local_layers: int = 0,
     ) -> None:
         super().__init__()
         if absolute_positions not in ABSOLUTE_POSITIONS:
@@ -61,12 +68,35 @@ class GraphBertEncoder(GraphEncoder):
         self.max_distance = max_distance
         self.absolute_positions = absolute_positions
         cfg = backbone.config
+        if not 0 <= frozen_local_layers < cfg.num_hidden_layers:
+            raise ValueError(
+                f"frozen_local_layers must be in [0, {cfg.num_hidden_layers - 1}] (at least one layer "
+                f"must see the graph), not {frozen_local_layers}"
+            )
+        self.frozen_local_layers = frozen_local_layers
         rows = num_buckets + num_extra_buckets(global_graph, with_text)
         self.graph_bias = nn.Embedding(rows, cfg.num_attention_heads)
         nn.init.zeros_(self.graph_bias.weight)  # step 0 = the pretrained encoder
         self.graph_bias.to(next(backbone.parameters()).device)
         if absolute_positions == "none":  # unused: keep it out of the optimizer (no gradient ever)
             backbone.embeddings.position_embeddings.weight.requires_grad_(False)
+        if frozen_local_layers:  # no gradient reaches them: keep them out of the optimizer
+            for module in self._frozen_modules():
+                module.requires_grad_(False)
+        self.train(self.training)
+
+    def _frozen_modules(self) -> list[nn.Module]:
+        if not self.frozen_local_layers:
+            return []
+        return [self.backbone.embeddings, *self.backbone.encoder.layer[: self.frozen_local_layers]]
+
+    def train(self, mode: bool = True) -> GraphBertEncoder:
+        """Frozen lower layers (and the embeddings below them) stay in eval mode: no dropout, as the
+        fixed feature extractor they are."""
+        super().train(mode)
+        for module in self._frozen_modules():
+            module.eval()
+        return self
 
     @property
     def d_model(self) -> int:
@@ -80,6 +110,7 @@ class GraphBertEncoder(GraphEncoder):
             "num_buckets": self.num_buckets,
             "max_distance": self.max_distance,
             "absolute_positions": self.absolute_positions,
+            "frozen_local_layers": self.frozen_local_layers,
         }
 
     def set_attention_dropout(self, probability: float) -> None:
@@ -135,8 +166,41 @@ class GraphBertEncoder(GraphEncoder):
         mask: torch.Tensor,
         node_positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        if self.frozen_local_layers:
+            return self._split_forward(input_ids, buckets, mask, node_positions)
         hidden = self.embed(input_ids, node_positions)
         bias = self.attention_bias(buckets, mask, hidden.dtype)
         # BertEncoder hands ``attention_mask`` to every layer's attention unchanged, which adds it
         # to the scaled scores: a 4-D float mask carries the bias and the masking together.
         return self.backbone.encoder(hidden, attention_mask=bias).last_hidden_state
+
+    def local_attention_mask(
+        self, mask: torch.Tensor, node_positions: torch.Tensor, dtype: torch.dtype
+    ) -> torch.Tensor:
+        """``(B, 1, N, N)`` additive mask of the frozen local layers: a token sees the tokens of its own
+        node (a node starts where its per-node position is 0; the question is one node), where
+        ``mask`` allows it."""
+        node = (node_positions == 0).cumsum(dim=1)
+        allowed = (node.unsqueeze(2) == node.unsqueeze(1)) & mask
+        blocked = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
+        return blocked.masked_fill_(~allowed, torch.finfo(dtype).min).unsqueeze(1)
+
+    def _split_forward(
+        self,
+        input_ids: torch.Tensor,
+        buckets: torch.Tensor,
+        mask: torch.Tensor,
+        node_positions: torch.Tensor | None,
+    ) -> torch.Tensor:
+        if node_positions is None:
+            raise ValueError("frozen_local_layers needs node_positions to know where each node starts")
+        layers = self.backbone.encoder.layer
+        with torch.no_grad():
+            hidden = self.embed(input_ids, node_positions)
+            local = self.local_attention_mask(mask, node_positions.to(mask.device), hidden.dtype)
+            for layer in layers[: self.frozen_local_layers]:
+                hidden = layer(hidden, local)
+        bias = self.attention_bias(buckets, mask, hidden.dtype)
+        for layer in layers[self.frozen_local_layers :]:
+            hidden = layer(hidden, bias)
+        return hidden

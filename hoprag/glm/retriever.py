@@ -143,6 +143,7 @@ def _encoder_from_meta(directory: Path, meta: dict[str, Any], settings: GLMSetti
                 max_distance=int(backbone["max_distance"]),
                 absolute_positions=backbone["absolute_positions"],
                 name=backbone.get("name", ""),
+                frozen_local_layers=int(backbone.get("frozen_local_layers", 0)),  # 0 before the option
             )
         except (KeyError, ValueError) as exc:
             raise RetrieverLoadError(

@@ -252,3 +252,94 @@ def test_attention_dropout_is_the_configs_and_zero_makes_training_deterministic(
         assert torch.allclose(off.train()(*inputs), evaluated, atol=1e-5)
     with pytest.raises(ValueError, match="attention_dropout applies to BERT"):
         BackboneConfig(attention_dropout=0.0)
+
+
+FROZEN = MINILM.model_copy(update={"frozen_local_layers": 2})
+
+
+def test_frozen_local_layers_encode_each_node_as_minilm_encodes_its_label_alone(tok):
+    """Below ``frozen_local_layers`` every node (and the question) is MiniLM on its own tokens: the
+    states after layer K equal stock MiniLM's hidden state K on each label alone, whatever the bias."""
+    enc = build_graph_encoder(FROZEN).eval()
+    torch.nn.init.normal_(enc.graph_bias.weight)  # the local layers must not use it
+    triples = [("mira castell", "born in", "dornwick"), ("tavin orlo", "directed", "the ember road")]
+    levi = encode_levi_graph(triples, QUESTION, tok)
+    captured = {}
+    hook = enc.backbone.encoder.layer[1].register_forward_hook(lambda m, a, out: captured.update(h=out))
+    try:
+        with torch.no_grad():
+            enc(*_inputs([levi, encode_levi_graph(triples[:1], None, tok)]))  # padded batch
+    finally:
+        hook.remove()
+    first_relation = levi.concept_spans[-1][1]  # relation nodes follow the concepts
+    relation_length = len(tok("born in", add_special_tokens=False)["input_ids"])
+    nodes = [
+        *levi.concept_spans,
+        (first_relation, first_relation + relation_length),
+        (levi.num_graph_tokens, levi.length),  # the question
+    ]
+    for start, end in nodes:
+        ids = torch.as_tensor(levi.input_ids[start:end]).unsqueeze(0)
+        with torch.no_grad():
+            alone = enc.backbone(input_ids=ids, output_hidden_states=True).hidden_states[2]
+        assert torch.allclose(captured["h"][0, start:end], alone[0], atol=1e-5), (start, end)
+
+
+def test_frozen_local_layers_train_only_the_graph_layers(glm_index, tok, embedder):
+    torch.manual_seed(0)
+    model = GLMRetrieverModel(build_graph_encoder(FROZEN), question_dim=384).train()
+    encoder = model.encoder
+    frozen = [encoder.backbone.embeddings, *encoder.backbone.encoder.layer[:2]]
+    assert (
+        all(not m.training for m in frozen) and encoder.backbone.encoder.layer[2].training
+    )  # no dropout below
+    batch = collate([ember_example(glm_index, tok, embedder)], tok.pad_token_id, 32, 128)
+    retrieval_loss(model(batch), batch.labels, batch.entity_mask).backward()
+    assert all(p.grad is None and not p.requires_grad for m in frozen for p in m.parameters())
+    assert encoder.backbone.encoder.layer[2].attention.self.query.weight.grad.abs().sum() > 0
+    assert encoder.graph_bias.weight.grad.abs().sum() > 0
+    head, backbone = model.parameter_groups(5e-4, 1e-4)
+    trained = {id(p) for g in (head, backbone) for p in g["params"]}
+    assert trained == {id(p) for p in model.parameters() if p.requires_grad}
+    assert not any(id(p) in trained for m in frozen for p in m.parameters())
+    model.eval()
+    with torch.no_grad():
+        assert torch.allclose(model(batch), model(batch))  # eval is deterministic
+
+
+def test_frozen_local_layers_keep_permutation_invariance_and_round_trip(tmp_path, glm_index, tok, embedder):
+    torch.manual_seed(0)
+    model = GLMRetrieverModel(build_graph_encoder(FROZEN), question_dim=384).eval()
+    with torch.no_grad():
+        torch.nn.init.normal_(model.encoder.graph_bias.weight)
+    ex = ember_example(glm_index, tok, embedder)
+    names = [glm_index.entity_names[e] for e in ex.entity_ids]
+    triples = [glm_index.triple(t) for t in ex.subgraph.triple_ids]
+    ex2 = ember_example(glm_index, tok, embedder)
+    ex2.encoding = encode_levi_graph(list(reversed(triples)), QUESTION, tok, concepts=list(reversed(names)))
+    ex2.entity_ids = list(reversed(ex.entity_ids))
+    batch = collate([ex], tok.pad_token_id, 32, 128)
+    with torch.no_grad():
+        a = model(batch)[0]
+        b = model(collate([ex2], tok.pad_token_id, 32, 128))[0]
+        full = GLMRetrieverModel(build_graph_encoder(MINILM), question_dim=384).eval()
+        full.load_state_dict(model.state_dict())
+        assert not torch.allclose(full(batch), model(batch), atol=1e-4)  # the split changes the network
+    assert torch.allclose(a, b.flip(0), atol=1e-4)
+    out = save_retriever(tmp_path / "r", model, tok, GLMSettings())
+    assert json.loads((out / "retriever.json").read_text())["backbone"]["frozen_local_layers"] == 2
+    loaded, _, _ = load_retriever_model(out)
+    assert loaded.encoder.frozen_local_layers == 2
+    with torch.no_grad():
+        assert torch.equal(model(batch), loaded(batch))
+
+
+def test_frozen_local_layers_are_validated(encoder):
+    with pytest.raises(ValueError, match="at least one layer"):
+        GraphBertEncoder(encoder.backbone, frozen_local_layers=6)
+    with pytest.raises(ValueError, match="BERT backbones"):
+        BackboneConfig(frozen_local_layers=1)
+    with pytest.raises(ValueError, match="needs node_positions"):
+        enc = GraphBertEncoder(build_graph_encoder(MINILM).backbone, frozen_local_layers=1)
+        ids = torch.zeros(1, 3, dtype=torch.long)
+        enc(ids, torch.zeros(1, 3, 3, dtype=torch.long), torch.ones(1, 3, 3, dtype=torch.bool), None)

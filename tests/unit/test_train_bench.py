@@ -143,3 +143,15 @@ def test_gnn_latency_section_times_both_retrievers_on_the_same_subgraphs() -> No
         assert section[name]["samples"] == 2
         assert set(section[name]["stages"]) == {"sampling", "layout", "forward", "ranking"}
     assert section["gnn_over_glm"]["median"] > 0
+
+
+def test_frozen_layer_steps_time_each_setting_on_the_same_subgraphs() -> None:
+    from training.bench import measure_frozen_layer_steps
+
+    out = measure_frozen_layer_steps([0, 3], steps=2, max_triplets=10)
+    rows = out["by_frozen_layers"]
+    assert set(rows) == {"0", "3"} and out["steps"] == 2 and out["mean_tokens"] > 0
+    assert rows["0"]["ratio_to_first"]["median"] == 1.0
+    assert rows["3"]["median_s"] > 0 and rows["3"]["ratio_to_first"]["median"] > 0
+    # freezing the embeddings and 3 layers leaves the upper layers, the bias table and the head
+    assert rows["3"]["trained_parameters"] < rows["0"]["trained_parameters"] / 2

@@ -183,7 +183,14 @@ def test_retriever_backbone_of_legacy_and_bert_exports():
         "absolute_positions": "none",
         "relative_attention_num_buckets": 32,
         "relative_attention_max_distance": 128,
+        "frozen_local_layers": 0,  # exports before the option froze nothing
     }
+    assert (
+        retriever_backbone({"backbone": {**bert, "absolute_positions": "none", "frozen_local_layers": 3}})[
+            "frozen_local_layers"
+        ]
+        == 3
+    )
 
 
 def test_the_cli_refuses_a_bad_init_before_starting_ray(small_index, tmp_path, capsys):
