@@ -128,15 +128,23 @@ def minilm_glm():
     return model
 
 
-def test_logits_do_not_depend_on_concept_or_triple_order(glm_index, minilm_glm, tok, embedder):
-    """The T5 GLM's permutation test (test_glm_model.py), with the MiniLM backbone."""
+def _example_and_its_reversal(glm_index, tok, embedder):
+    """One example, and the same subgraph with its concepts and triples in reverse order."""
     ex = ember_example(glm_index, tok, embedder)
     names = [glm_index.entity_names[e] for e in ex.entity_ids]
     triples = [glm_index.triple(t) for t in ex.subgraph.triple_ids]
-    ex2 = ember_example(glm_index, tok, embedder)
-    ex2.encoding = encode_levi_graph(list(reversed(triples)), QUESTION, tok, concepts=list(reversed(names)))
-    ex2.entity_ids = list(reversed(ex.entity_ids))
-    ex2.labels = ex.labels[::-1].copy()
+    reversed_ex = ember_example(glm_index, tok, embedder)
+    reversed_ex.encoding = encode_levi_graph(
+        list(reversed(triples)), QUESTION, tok, concepts=list(reversed(names))
+    )
+    reversed_ex.entity_ids = list(reversed(ex.entity_ids))
+    reversed_ex.labels = ex.labels[::-1].copy()
+    return ex, reversed_ex
+
+
+def test_logits_do_not_depend_on_concept_or_triple_order(glm_index, minilm_glm, tok, embedder):
+    """The T5 GLM's permutation test (test_glm_model.py), with the MiniLM backbone."""
+    ex, ex2 = _example_and_its_reversal(glm_index, tok, embedder)
     with torch.no_grad():
         a = minilm_glm(collate([ex], tok.pad_token_id, 32, 128))[0]
         b = minilm_glm(collate([ex2], tok.pad_token_id, 32, 128))[0]
@@ -312,12 +320,7 @@ def test_frozen_local_layers_keep_permutation_invariance_and_round_trip(tmp_path
     model = GLMRetrieverModel(build_graph_encoder(FROZEN), question_dim=384).eval()
     with torch.no_grad():
         torch.nn.init.normal_(model.encoder.graph_bias.weight)
-    ex = ember_example(glm_index, tok, embedder)
-    names = [glm_index.entity_names[e] for e in ex.entity_ids]
-    triples = [glm_index.triple(t) for t in ex.subgraph.triple_ids]
-    ex2 = ember_example(glm_index, tok, embedder)
-    ex2.encoding = encode_levi_graph(list(reversed(triples)), QUESTION, tok, concepts=list(reversed(names)))
-    ex2.entity_ids = list(reversed(ex.entity_ids))
+    ex, ex2 = _example_and_its_reversal(glm_index, tok, embedder)
     batch = collate([ex], tok.pad_token_id, 32, 128)
     with torch.no_grad():
         a = model(batch)[0]
