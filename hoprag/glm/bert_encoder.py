@@ -80,9 +80,8 @@ class GraphBertEncoder(GraphEncoder):
         self.graph_bias.to(next(backbone.parameters()).device)
         if absolute_positions == "none":  # unused: keep it out of the optimizer (no gradient ever)
             backbone.embeddings.position_embeddings.weight.requires_grad_(False)
-        if frozen_local_layers:  # no gradient reaches them: keep them out of the optimizer
-            for module in self._frozen_modules():
-                module.requires_grad_(False)
+        for module in self._frozen_modules():  # no gradient reaches them: keep them out of the optimizer
+            module.requires_grad_(False)
         self.train(self.training)
 
     def _frozen_modules(self) -> list[nn.Module]:
