@@ -296,7 +296,8 @@ class EvalJobParams(_JobParams):
         default_factory=list, description="Index directories on the shared volume (--index, repeatable)."
     )
     retriever: str | None = Field(
-        default=None, description="GLM retriever / run directory on the shared volume (--retriever)."
+        default=None,
+        description="GLM / GNN retriever or run directory on the shared volume (--retriever); 'A+B' fuses two.",
     )
     out: str | None = Field(
         default=None, description="Evaluation directory on the shared volume (--out; required with index)."
@@ -333,7 +334,8 @@ class ServingParams(_Params):
     app: str = Field(default="hoprag", description="Name of the hoprag QA application in that file.")
     index: str = Field(description="Replaces the app's args.index: the index on the shared volume.")
     retriever: str = Field(
-        description="Replaces the app's args.retriever: a GLM run directory on the shared volume, or 'dense'."
+        description="Replaces the app's args.retriever: a GLM / GNN run directory on the shared volume, 'dense', "
+        "or 'A+B' (two fused).",
     )
     upgrade_strategy: Literal["NewCluster", "NewClusterWithIncrementalUpgrade", "None"] = Field(
         default="NewCluster",
@@ -451,6 +453,8 @@ class ClusterParams(_Params):
 
     @model_validator(mode="after")
     def _consistent(self) -> ClusterParams:
+        from hoprag.retrieval.loading import retriever_spec_parts  # the spec grammar serving reads
+
         secret_env = {
             LLM_API_KEY_ENV: self.secrets.llm_api_key,
             QA_TOKEN_ENV: self.secrets.qa_token,
@@ -471,8 +475,18 @@ class ClusterParams(_Params):
             ("serving.retriever", self.serving.retriever),
         ]
         for field, value in paths:
-            if value is not None and not (field.endswith("retriever") and value == "dense"):
+            if value is None:
+                continue
+            if not field.endswith("retriever"):
                 _check_shared_path(field, value, mount)
+                continue
+            try:
+                parts = retriever_spec_parts(value)  # 'A+B' fuses two retrievers
+            except ValueError as exc:
+                raise ValueError(f"{field}: {exc}") from exc
+            for part in parts:
+                if part != "dense":
+                    _check_shared_path(field, part, mount)
         capacity = self.gpu_workers.max_replicas * self.gpu_workers.gpus
         if self.train.workers > capacity:
             raise ValueError(

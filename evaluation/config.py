@@ -81,7 +81,9 @@ class SystemSpec(StrictModel):
     name: str
     kind: Literal["retrieval", "qa"]
     retriever: str | None = Field(
-        default=None, description="'dense' or a GLM retriever / run directory (retrieval systems, rag, plan)."
+        default=None,
+        description="'dense', a GLM / GNN retriever (or run) directory, or several joined by '+' (rankings "
+        "fused, e.g. 'runs/glm+dense'); retrieval systems, rag, plan.",
     )
     pipeline: Literal["no_context", "rag", "plan"] | None = Field(
         default=None, description="QA systems: no_context (LLM alone), rag (single-shot), plan (PAI-2)."

@@ -24,8 +24,8 @@ def check_sources(settings: QAAppSettings) -> None:
     corrupted path fails here and the running version keeps serving; past this point Serve would
     already have stopped old replicas for new ones that can never start.
     """
-    from hoprag.glm.artifact import RetrieverLoadError, read_retriever_meta
     from hoprag.kg.store import KGIndexError, read_manifest, verify_snapshot
+    from hoprag.retrieval.loading import RetrieverSpecError, check_retriever_spec
 
     several = len(settings.served_indexes) > 1
     for served in settings.served_indexes:
@@ -35,13 +35,10 @@ def check_sources(settings: QAAppSettings) -> None:
             verify_snapshot(index, read_manifest(index), "fast")
         except KGIndexError as exc:
             raise ValueError(f"{where}: {exc}") from exc
-        if served.retriever != "dense":
-            try:
-                read_retriever_meta(served.retriever, kind=None)  # GLM or GNN
-            except RetrieverLoadError as exc:
-                raise ValueError(
-                    f"{where}: retriever: expected 'dense' or a retriever directory; {exc}"
-                ) from exc
+        try:
+            check_retriever_spec(served.retriever)  # dense, GLM or GNN directories, or A+B fused
+        except RetrieverSpecError as exc:
+            raise ValueError(f"{where}: {exc}") from exc
 
 
 def build_app(args: dict[str, Any] | QAAppSettings) -> Application:

@@ -107,7 +107,9 @@ class ServedIndex(StrictModel):
     )
     index: str = Field(description="KG index directory (local path or a mounted volume).")
     retriever: str = Field(
-        default="dense", description="'dense' or a GLM / GNN retriever (or training run) directory."
+        default="dense",
+        description="'dense', a GLM / GNN retriever (or training run) directory, or several joined by '+' "
+        "(rankings fused, e.g. 'runs/glm+dense').",
     )
 
     @field_validator("name")
@@ -166,7 +168,9 @@ class QAAppSettings(QASettings):
         "'default'; or give `indexes` instead.",
     )
     retriever: str = Field(
-        default="dense", description="'dense' or a GLM retriever / training run directory (with `index`)."
+        default="dense",
+        description="'dense', a GLM / GNN retriever (or training run) directory, or several joined by '+' "
+        "(rankings fused, e.g. 'runs/glm+dense'); with `index`.",
     )
     indexes: list[ServedIndex] = Field(
         default_factory=list,

@@ -39,7 +39,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     erep.set_defaults(handler=run_eval_report)
     er = evsub.add_parser("retrieval", help="document recall@2/@5 of a retriever on an index's questions")
     er.add_argument("--index", type=Path, required=True, help="index directory (with processed questions)")
-    er.add_argument("--retriever", default="dense", help="'dense' or a retriever / training run directory")
+    er.add_argument(
+        "--retriever",
+        default="dense",
+        help="'dense', a retriever / training run directory, or several joined by '+' (rankings fused)",
+    )
     er.add_argument("--split", default="test", help="question split (train or test)")
     er.add_argument(
         "--by",

@@ -1,4 +1,5 @@
-"""Building a retriever from a command-line spec: ``dense`` or a (GLM or GNN) retriever directory."""
+"""Building a retriever from a spec: ``dense``, a (GLM or GNN) retriever directory, or several of
+those joined by ``+`` (their rankings fused, :mod:`hoprag.retrieval.fusion`)."""
 
 from __future__ import annotations
 
@@ -29,16 +30,62 @@ def index_embedder(
     return SentenceTransformerEmbedder(EmbedderConfig(model=index_embedder_id(index)))
 
 
+FUSION_SEPARATOR = "+"
+
+
+def retriever_spec_parts(spec: str) -> list[str]:
+    """The retrievers a spec names: ``A+B`` → ``["A", "B"]`` (fused); anything else → ``[spec]``.
+
+    A spec that is an existing path is one retriever even if its name holds a ``+``."""
+    if FUSION_SEPARATOR not in spec or Path(spec).exists():
+        return [spec]
+    parts = [part.strip() for part in spec.split(FUSION_SEPARATOR)]
+    if any(not part for part in parts):
+        raise RetrieverSpecError(
+            f"retriever {spec!r}: an empty name around '{FUSION_SEPARATOR}'; fuse retrievers as "
+            f"'RUN_DIR{FUSION_SEPARATOR}dense'"
+        )
+    if len(set(parts)) != len(parts):
+        raise RetrieverSpecError(f"retriever {spec!r}: names the same retriever twice")
+    return parts
+
+
+def check_retriever_spec(spec: str) -> None:
+    """Refuse a spec that names no usable retriever, reading only metadata files (no model load):
+    every part must be ``dense`` or a GLM / GNN retriever directory."""
+    from hoprag.glm.artifact import RetrieverLoadError, read_retriever_meta
+
+    for part in retriever_spec_parts(spec):
+        if part == "dense":
+            continue
+        try:
+            read_retriever_meta(Path(part), kind=None)
+        except RetrieverLoadError as exc:
+            raise RetrieverSpecError(
+                f"retriever {part!r}: expected 'dense' or a retriever directory; {exc}"
+            ) from exc
+
+
 def load_retriever(
     spec: str, index: KGIndex, embedder: SentenceTransformerEmbedder | None = None
 ) -> Retriever:
     """``dense`` → the dense baseline with the index's embedder; a path → an exported GLM or GNN
     retriever (``RUN_DIR/retriever`` or ``RUN_DIR`` itself), with the dense baseline as its fallback for
-    questions without a linked entity. Pass ``embedder`` (from :func:`index_embedder`) to share
-    an already loaded model."""
+    questions without a linked entity; ``A+B`` → both, their rankings fused by reciprocal rank
+    fusion (e.g. ``runs/glm+dense``). Pass ``embedder`` (from :func:`index_embedder`) to share an
+    already loaded model."""
+    embedder = embedder or index_embedder(index)
+    parts = retriever_spec_parts(spec)
+    if len(parts) > 1:
+        from hoprag.retrieval.fusion import FusedRetriever
+
+        return FusedRetriever([_load_one(part, index, embedder) for part in parts])
+    return _load_one(spec, index, embedder)
+
+
+def _load_one(spec: str, index: KGIndex, embedder: SentenceTransformerEmbedder) -> Retriever:
     from hoprag.retrieval.dense import DenseRetriever
 
-    embedder = embedder or index_embedder(index)
     if spec == "dense":
         return DenseRetriever(index, embedder)
     from hoprag.glm.artifact import RetrieverLoadError, read_retriever_meta

@@ -420,6 +420,11 @@ def _example_data() -> dict[str, Any]:
         ({"head.memory": "32 GB"}, r"head\.memory: .*Kubernetes quantity"),
         ({"index.corpus": "s3://bucket/corpus.parquet"}, r"index\.corpus: .*URI"),
         ({"serving.index": "/data/index"}, r"serving\.index: /data/index is not on the shared volume"),
+        (
+            {"serving.retriever": "/data/glm+dense"},  # each retriever of a fused spec is checked
+            r"serving\.retriever: /data/glm is not on the shared volume",
+        ),
+        ({"eval.retriever": "dense+"}, r"eval\.retriever: .*an empty name around '\+'"),
         ({"train.workers": 64}, r"train\.workers \(64\) needs one GPU each"),
         ({"serving.upgrade_strategy": "Rolling"}, r"serving\.upgrade_strategy: "),
         ({"eval.config": "evaluation/configs/synthetic-cpu.yaml"}, r"eval: give either 'config' or 'index'"),
