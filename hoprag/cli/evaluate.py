@@ -191,7 +191,10 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
         from evaluation.config import EvalConfig, SystemSpec, resolve_benchmark
         from hoprag.qa.builder import index_llm_config
 
-        name = Path(args.retriever).name if args.retriever != "dense" else "dense"
+        try:
+            name = retrieval_system_name(args.retriever)
+        except ValueError as exc:
+            raise UserError(f"eval retrieval: {exc}") from exc
         try:
             bench = resolve_benchmark(str(given)).model_copy(update={"split": args.split})
             config = EvalConfig(
@@ -263,6 +266,14 @@ def _print_result(result: dict, as_json: bool, per_question: Path | None = None)
         per_question.parent.mkdir(parents=True, exist_ok=True)
         per_question.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
     print(json.dumps(result) if as_json else "  ".join(f"{k}={v}" for k, v in result.items()))
+
+
+def retrieval_system_name(spec: str) -> str:
+    """The eval system name of a retriever spec: ``dense``, a run directory's name, or the parts of
+    a fused spec joined by ``-rrf-`` (``runs/glm+dense`` → ``glm-rrf-dense``)."""
+    from hoprag.retrieval.loading import retriever_spec_parts
+
+    return "-rrf-".join(Path(part).name for part in retriever_spec_parts(spec))
 
 
 def run_eval_ceiling(args: argparse.Namespace) -> int:

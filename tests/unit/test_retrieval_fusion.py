@@ -140,3 +140,23 @@ def test_the_serving_preflight_reads_the_fused_spec(tmp_path, small_index):
     check_sources(QAAppSettings(index=str(small_index), retriever=f"{out}+dense"))
     with pytest.raises(ValueError, match="expected 'dense' or a retriever directory"):
         check_sources(QAAppSettings(index=str(small_index), retriever=f"dense+{tmp_path / 'missing'}"))
+
+
+def test_eval_retrieval_takes_a_fused_spec(tmp_path, small_index, capsys):
+    import json
+
+    from hoprag.cli import main
+    from hoprag.cli.evaluate import retrieval_system_name
+
+    settings = GNNSettings(hidden_dim=8, num_layers=1)
+    out = save_gnn_retriever(tmp_path / "gnn" / "retriever", QueryNBFNet(settings), settings)
+    assert (
+        main(["eval", "retrieval", "--index", str(small_index), "--retriever", f"{out}+dense", "--json"]) == 0
+    )
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["retriever"].startswith(f"gnn:{out}+dense:")  # both names, the graph retriever first
+    # `--out` runs it as an eval system, whose name may not hold '+'
+    assert retrieval_system_name(f"{tmp_path / 'gnn'}+dense") == "gnn-rrf-dense"
+    assert retrieval_system_name("dense") == "dense"
+    assert main(["eval", "retrieval", "--index", str(small_index), "--retriever", "dense+"]) == 2
+    assert "an empty name around '+'" in capsys.readouterr().err
