@@ -12,13 +12,12 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from distillation.config import DistillConfig
 from distillation.job import run_distillation
 from hoprag.ray_runtime import RayConfig
-from tests.support.local_ray import SAMPLE
+from tests.support.local_ray import SAMPLE, own_ray_train_workers
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -77,11 +76,10 @@ def _kill_the_worker_after_first_checkpoint(run_dir: Path, killed: list[int], st
         except (OSError, ValueError):
             registered = None
         if registered:
-            for proc in psutil.process_iter(["pid", "cmdline"]):
-                if "RayTrainWorker" in " ".join(proc.info["cmdline"] or []):
-                    proc.send_signal(signal.SIGKILL)
-                    killed.append(proc.info["pid"])
-                    return
+            for proc in own_ray_train_workers():
+                proc.send_signal(signal.SIGKILL)
+                killed.append(proc.pid)
+                return
         time.sleep(0.05)
 
 

@@ -8,7 +8,6 @@ import signal
 import threading
 import time
 
-import psutil
 import pytest
 
 from evaluation.retrieval import evaluate_retrieval
@@ -21,6 +20,7 @@ from hoprag.retrieval.metrics import recall_at_k
 from indexing.corpus import read_corpus
 from indexing.pipeline import build_index
 from tests.integration.conftest import http_index_config
+from tests.support.local_ray import own_ray_train_workers
 from training.config import OptimConfig, TrainConfig
 from training.trainer import run_training
 from training.warm_start import InitError
@@ -99,12 +99,10 @@ def _kill_a_worker_after_first_checkpoint(run_dir, killed: list[int], stop: thre
     """Wait for the first checkpoint, then SIGKILL one Ray Train worker process."""
     while not stop.is_set():
         if list((run_dir / "ray" / "glm").glob("checkpoint_*/trainer_state.json")):
-            for proc in psutil.process_iter(["pid", "cmdline"]):
-                cmdline = " ".join(proc.info["cmdline"] or [])
-                if "RayTrainWorker" in cmdline:
-                    proc.send_signal(signal.SIGKILL)
-                    killed.append(proc.info["pid"])
-                    return
+            for proc in own_ray_train_workers():
+                proc.send_signal(signal.SIGKILL)
+                killed.append(proc.pid)
+                return
         time.sleep(0.05)
 
 

@@ -62,3 +62,21 @@ def run_reference_index(
         text=True,
         timeout=timeout_s,
     )
+
+
+def own_ray_train_workers() -> list[object]:
+    """The Ray Train worker processes of this test process's own local cluster (``psutil.Process``).
+
+    The session cluster's raylet is a child of the pytest process, so its workers are descendants;
+    a training job someone else runs on the same machine (another cluster) is never among them, and
+    a test that kills a worker must not kill theirs."""
+    import psutil
+
+    workers = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "RayTrainWorker" in " ".join(proc.cmdline()):
+                workers.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue  # ended while listed, or not ours to read
+    return workers
