@@ -3,7 +3,8 @@
 Per (benchmark, system) pair, the questions not yet in ``EVAL_DIR/results/<benchmark>/<system>.jsonl``
 stream through an actor pool of :class:`~evaluation.worker.EvalWorker` (system loaded once per
 actor); each finished result is appended and flushed at once, so an interrupted evaluation
-resumes with only the missing questions.
+resumes with only the missing questions. Stored results are reused only while the settings that
+produced them still hold (:mod:`evaluation.provenance`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.config import BenchmarkSpec, EvalConfig, SystemSpec
+from evaluation.provenance import check_stored_results, verify_pair
 from evaluation.questions import InputReport, load_questions
 from evaluation.results import appending, read_results, results_path, reusable_results
 
@@ -21,12 +23,14 @@ from evaluation.results import appending, read_results, results_path, reusable_r
 def evaluate_pair(
     config: EvalConfig, bench: BenchmarkSpec, system: SystemSpec, rows: list[dict[str, Any]]
 ) -> dict[str, int]:
+    """Compute the results of ``rows`` not yet stored for (``bench``, ``system``), on an actor pool;
+    returns how many were computed and how many stored ones were reused. Stored results from
+    other settings raise :class:`~evaluation.provenance.StaleResultsError`."""
     import ray.data
 
     from evaluation.worker import EvalWorker
 
-    """Compute the results of ``rows`` not yet stored for (``bench``, ``system``), on an actor pool;
-    returns how many were computed and how many stored ones were reused."""
+    verify_pair(config, bench, system)
     path = results_path(config.out, bench.name, system.name)
     done = reusable_results(read_results(path), config, system)
     todo = [r for r in rows if r["id"] not in done]
@@ -72,6 +76,7 @@ def run_evaluation(config: EvalConfig, progress: bool = True, command: str | Non
     from evaluation.report import write_report
     from hoprag.ray_runtime import init_ray
 
+    check_stored_results(config)  # before Ray starts: a changed system is refused at once
     init_ray(config.ray)
     started = time.perf_counter()
     inputs: dict[str, InputReport] = {}
