@@ -74,6 +74,8 @@ def check_stored_results(config: EvalConfig) -> None:
     problems: list[str] = []
     for bench in config.benchmarks:
         for system in config.systems:
+            if not results_path(config.out, bench.name, system.name).is_file():
+                continue  # nothing stored to check; the pair's run records its settings
             try:
                 verify_pair(config, bench, system)
             except StaleResultsError as exc:
@@ -89,7 +91,13 @@ def check_stored_results(config: EvalConfig) -> None:
 def verify_pair(config: EvalConfig, bench: BenchmarkSpec, system: SystemSpec) -> dict[str, Any]:
     """The pair's provenance, after checking it against the stored one and recording it where
     there was none (stored results from before it was recorded: kept, with a note)."""
-    current = pair_provenance(config, bench, system)
+    from hoprag.glm.artifact import RetrieverLoadError
+    from hoprag.kg.store import KGIndexError
+
+    try:
+        current = pair_provenance(config, bench, system)
+    except (KGIndexError, RetrieverLoadError) as exc:
+        raise ValueError(f"benchmark {bench.name}, system {system.name}: {exc}") from exc
     path = provenance_path(config.out, bench.name, system.name)
     stored_results = results_path(config.out, bench.name, system.name)
     if path.is_file():

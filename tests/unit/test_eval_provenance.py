@@ -128,7 +128,8 @@ def test_a_changed_pair_without_results_is_simply_recorded_anew(tmp_path, small_
     for system in config.systems:
         verify_pair(config, config.benchmarks[0], system)  # killed before any result was written
     changed = _config(tmp_path / "eval", small_index, f"{gnn}+dense")
-    check_stored_results(changed)
+    check_stored_results(changed)  # nothing stored: nothing to refuse
+    verify_pair(changed, changed.benchmarks[0], changed.systems[0])  # the pair's run records anew
     recorded = json.loads(provenance_path(config.out, "b", "graph").read_text())
     assert recorded["system"]["retriever"] == f"{gnn}+dense"
 
