@@ -46,10 +46,9 @@ def pair_provenance(config: EvalConfig, bench: BenchmarkSpec, system: SystemSpec
 
     record: dict[str, Any] = {
         "system": system.model_dump(mode="json", exclude={"name"}),
-        "index": {
-            "path": str(Path(bench.index).resolve()),
-            "snapshot": read_manifest(Path(bench.index)).get("snapshot"),
-        },
+        # the snapshot's name is unique per build or update (time, pid, random part); the index's
+        # path is not recorded, so an evaluation directory resumes where the volume is mounted elsewhere
+        "index": {"snapshot": read_manifest(Path(bench.index)).get("snapshot")},
         "questions": {"split": bench.split, "where": bench.where},
         "llm": expected_model_id(config.llm),
         "ks": list(config.ks),

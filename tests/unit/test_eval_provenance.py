@@ -150,3 +150,20 @@ def test_eval_run_refuses_in_one_line_per_pair_before_ray_starts(tmp_path, small
     err = capsys.readouterr().err
     assert "stored results were computed with other settings" in err
     assert "graph.jsonl: retriever_weights:" in err and "system:" in err
+
+
+def test_an_index_rebuilt_in_place_is_refused(tmp_path, small_index) -> None:
+    import shutil
+
+    index = tmp_path / "index"
+    shutil.copytree(small_index, index)
+    config = _config(tmp_path / "eval", index, "dense")
+    _record_and_store(config)
+    # what a rebuild or an update leaves: the manifest naming a new snapshot
+    manifest = json.loads((index / "manifest.json").read_text())
+    old = index / manifest["snapshot"]
+    manifest["snapshot"] = manifest["snapshot"] + "-rebuilt"
+    old.rename(index / manifest["snapshot"])
+    (index / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(StaleResultsError, match="index: "):
+        check_stored_results(config)
