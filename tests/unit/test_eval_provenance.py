@@ -134,7 +134,9 @@ def test_a_changed_pair_without_results_is_simply_recorded_anew(tmp_path, small_
     assert recorded["system"]["retriever"] == f"{gnn}+dense"
 
 
-def test_eval_run_refuses_in_one_line_per_pair_before_ray_starts(tmp_path, small_index, capsys) -> None:
+def test_eval_run_refuses_in_one_line_per_pair_before_ray_starts(
+    tmp_path, small_index, capsys, monkeypatch
+) -> None:
     from hoprag.cli import main
 
     gnn = _gnn(tmp_path / "gnn", seed=0)
@@ -143,10 +145,12 @@ def test_eval_run_refuses_in_one_line_per_pair_before_ray_starts(tmp_path, small
     config_file.write_text(
         yaml.safe_dump(_config(tmp_path / "eval", small_index, "dense").model_dump(mode="json"))
     )
-    assert main(["eval", "run", "--config", str(config_file)]) == 2
-    import ray
+    import hoprag.ray_runtime
 
-    assert not ray.is_initialized()
+    started: list[object] = []
+    monkeypatch.setattr(hoprag.ray_runtime, "init_ray", lambda *a, **k: started.append(a))
+    assert main(["eval", "run", "--config", str(config_file)]) == 2
+    assert started == []  # refused before Ray was asked to start
     err = capsys.readouterr().err
     assert "stored results were computed with other settings" in err
     assert "graph.jsonl: retriever_weights:" in err and "system:" in err
