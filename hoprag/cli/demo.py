@@ -1,8 +1,8 @@
 """``hoprag demo``: the main job on embedded defaults (no GPU, no network, no API key).
 
-Index the packaged sample corpus with the embedded Gemma model through Ray Data, train the
-GLM retriever on the packaged pretrained MiniLM with Ray Train + DeepSpeed on CPU, then serve both behind the QA route
-(Ray Serve) and answer sample questions over HTTP in both modes.
+Index the packaged sample corpus with the embedded Gemma model through Ray Data, train the GLM
+retriever on the packaged pretrained MiniLM with Ray Train + DeepSpeed on CPU, then serve both
+behind the QA route (Ray Serve) and answer sample questions over HTTP in both modes.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
 from hoprag.paths import SAMPLE_CORPUS
 
-# ~2.5 min on 2 cores (docs/benchmarks.md, "the packaged sample"): the MiniLM GLM at this budget
-# costs what 150 steps of the embedded T5 GLM did, and finds more of the test questions' documents
+# The MiniLM GLM at 100 steps found more of the sample's test documents at recall@5 than dense and
+# the old 150-step T5 GLM (docs/benchmarks.md, "the packaged sample"); its undisturbed time on
+# 2 cores is not measured yet (347 s while another training shared the cores)
 DEMO_TRAIN_STEPS = 100
 
 
