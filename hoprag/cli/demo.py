@@ -173,15 +173,12 @@ def _train_and_compare(index_dir: Path, run_dir: Path, steps: int) -> None:
 
 def _serve_and_answer(index_dir: Path, retriever: Path | None, index: object, questions: int = 2) -> None:
     """Deploy the QA app (Ray Serve) and answer sample test questions through ``POST /v1/qa``."""
-    import socket
-
+    from hoprag.ports import pick_free_port
     from serving.client import QAClient
     from serving.run import start_app, stop_app, wait_until_ready
     from serving.settings import QAAppSettings
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = pick_free_port()  # not an ephemeral port, which a connection may take first
     settings = QAAppSettings(index=str(index_dir), retriever=str(retriever) if retriever else "dense")
     print(
         f"\n[demo] 3/3 serving the QA app (Ray Serve: LLM, Retriever {settings.retriever}, QA, ingress) "

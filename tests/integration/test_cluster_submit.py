@@ -5,6 +5,10 @@ signalling its process group (``ray stop`` would also stop the test session's cl
 while hoprag's own local cluster (the session's) runs, and keeps Ray's default dashboard agent port,
 52365, as a user's `ray start --head` would: hoprag's local clusters must leave that port free, or
 the head's job server has no agent ("No available agent to submit job").
+
+The head's fixed ports come from :func:`hoprag.ports.pick_free_port` (below the ephemeral range):
+once in CI a port from that range was handed to an outgoing connection before the head's client
+server bound it, and the whole head exited ("Some Ray subprocesses exited unexpectedly").
 """
 
 from __future__ import annotations
@@ -12,8 +16,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,17 +26,13 @@ from pathlib import Path
 
 import pytest
 
+from hoprag.ports import pick_free_port, port_is_free
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_AGENT_PORT = 52365
 SAMPLE = ROOT / "hoprag" / "data" / "sample"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -50,15 +50,16 @@ def ray_head(tmp_path_factory, ray_cluster) -> Iterator[dict]:
         "RAY_USAGE_STATS_ENABLED": "0",
     }
     env.pop("RAY_ADDRESS", None)
-    dashboard = _free_port()
+    taken: set[int] = set()
+    dashboard = pick_free_port(taken)
     ports = {
-        "--port": _free_port(),
+        "--port": pick_free_port(taken),
         "--dashboard-port": dashboard,
-        "--ray-client-server-port": _free_port(),
-        "--metrics-export-port": _free_port(),
+        "--ray-client-server-port": pick_free_port(taken),
+        "--metrics-export-port": pick_free_port(taken),
     }
-    if not _port_is_free(DEFAULT_AGENT_PORT):  # held by a process outside this test session
-        ports["--dashboard-agent-listen-port"] = _free_port()
+    if not port_is_free(DEFAULT_AGENT_PORT):  # held by a process outside this test session
+        ports["--dashboard-agent-listen-port"] = pick_free_port(taken)
     temp_dir = Path("/tmp") / f"hoprag-head-{secrets.token_hex(3)}"  # short: Ray's socket paths
     log = tmp_path_factory.mktemp("head") / "ray-start.log"
     command = [
@@ -80,22 +81,28 @@ def ray_head(tmp_path_factory, ray_cluster) -> Iterator[dict]:
     url = f"http://127.0.0.1:{dashboard}"
     try:
         _wait_for_job_server(url, token, head, log)
-        yield {"url": url, "env": env}
+        yield {"url": url, "env": env, "report": lambda: _head_report(head, log, temp_dir)}
     finally:
+        died_early = head.poll() is not None
         os.killpg(head.pid, signal.SIGTERM)  # `ray start --block` stops its processes on SIGTERM
         try:
             head.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
+        if not died_early:  # a dead head's logs stay for diagnosis; the report names the folder
+            shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def _port_is_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("", port))
-        except OSError:
-            return False
-        return True
+def _head_report(head: subprocess.Popen, log: Path, temp_dir: Path) -> str:
+    """What a failed assertion needs to tell a hoprag defect from a head that died under it."""
+    if head.poll() is None:
+        return "(the Ray head is still running)"
+    exits = temp_dir / "session_latest" / "logs" / "ray_process_exit.log"
+    why = exits.read_text()[-2000:] if exits.is_file() else "(no ray_process_exit.log)"
+    return (
+        f"\n--- the Ray head exited with {head.returncode}; its logs: {temp_dir}/session_latest/logs\n"
+        f"{why}\n--- ray start output:\n{log.read_text()[-2000:]}"
+    )
 
 
 def _wait_for_job_server(url: str, token: str, head: subprocess.Popen, log: Path) -> None:
@@ -150,7 +157,7 @@ def test_submit_index_then_train_jobs_to_success(ray_head, tmp_path) -> None:
         ],
         ray_head["env"],
     )
-    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.returncode == 0, run.stdout + run.stderr + ray_head["report"]()
     assert "submitted job test-index-ok" in run.stdout and "[test-index-ok] SUCCEEDED" in run.stdout
     assert "index written to" in run.stdout  # the job's own output, streamed by --follow
     assert (out / "manifest.json").is_file()
@@ -166,7 +173,7 @@ def test_submit_index_then_train_jobs_to_success(ray_head, tmp_path) -> None:
         ],
         ray_head["env"],
     )
-    assert train.returncode == 0, train.stdout + train.stderr
+    assert train.returncode == 0, train.stdout + train.stderr + ray_head["report"]()
     assert "[test-train-ok] SUCCEEDED" in train.stdout
     assert (glm / "retriever").is_dir()  # exported for serving and evaluation
 
@@ -190,7 +197,7 @@ def test_a_failing_job_shows_its_status_and_logs(ray_head, tmp_path) -> None:
         ],
         ray_head["env"],
     )
-    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.returncode == 1, run.stdout + run.stderr + ray_head["report"]()
     assert "job test-index-fails FAILED" in run.stdout
     assert "exit code 2" in run.stdout  # Ray's status message
     assert str(missing) in run.stdout  # hoprag's own error, from the job's log tail

@@ -11,7 +11,6 @@ and in ``plan`` mode; the recall computed from the HTTP responses equals the rep
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from evaluation.metrics import recall_at_k
 from evaluation.runner import run_evaluation
 from hoprag.llm.base import Completion
 from hoprag.llm.openai_server import OpenAIProtocolServer
+from hoprag.ports import pick_free_port
 from hoprag.ray_runtime import RayConfig
 from serving.settings import QAAppSettings
 from tests.support.film_kg import film_ner_answer, write_film_index, write_tiny_glm
@@ -43,12 +43,6 @@ class FilmLLM(ScriptedPlannerLLM):
         question = block.split("Question:", 1)[-1].rsplit("Entities:", 1)[0]
         answer = film_ner_answer(question)
         return Completion(text=answer, prompt_tokens=10, completion_tokens=len(answer.split()))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +82,7 @@ def setup(ray_cluster, tmp_path_factory, embedder) -> Iterator[dict]:
                 **{name: dict(small) for name in ("ingress", "qa", "retriever_deployment", "llm_deployment")},
             }
         )
-        port = _free_port()
+        port = pick_free_port()
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         base = f"http://127.0.0.1:{port}"
         serve.run(build_app(settings), name="hoprag", route_prefix="/", blocking=False)

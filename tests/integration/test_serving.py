@@ -8,7 +8,6 @@ process), so answers are deterministic; the Retriever deployment loads a real ex
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import httpx
 import pytest
 
 from hoprag.llm.openai_server import OpenAIProtocolServer
+from hoprag.ports import pick_free_port
 from serving.settings import QAAppSettings
 from tests.support.film_kg import write_film_index, write_tiny_glm
 from tests.support.local_ray import run_reference_index
@@ -30,12 +30,6 @@ from tests.support.streaming_llm import StreamingWrapper
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 TOKEN = "s3cret-token"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class SlowScriptedLLM(ScriptedPlannerLLM):
@@ -106,7 +100,7 @@ def served(ray_cluster, tmp_path_factory, embedder, scripted_llm_server) -> Iter
     root = tmp_path_factory.mktemp("serving")
     index = write_film_index(root / "index", embedder)
     retriever = write_tiny_glm(root / "glm" / "retriever")
-    port = _free_port()
+    port = pick_free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     base = f"http://127.0.0.1:{port}"
     # The QA replica waits 60 s before loading: far longer than serve.run takes to return, even on a
@@ -432,7 +426,7 @@ def test_hoprag_serve_runs_in_the_foreground_and_stops_cleanly_on_ctrl_c(
     server, _ = scripted_llm_server
     root = tmp_path_factory.mktemp("serve-cli")
     index = write_film_index(root / "index", embedder)
-    port = _free_port()
+    port = pick_free_port()
     cmd = [
         sys.executable,
         "-m",

@@ -7,7 +7,6 @@ settings) extracts uploaded documents the same way; the QA app's LLM is that ser
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections import Counter
@@ -19,6 +18,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from hoprag.ports import pick_free_port
 from indexing.corpus import Corpus, Document, read_corpus
 from indexing.pipeline import build_index
 from serving.settings import QAAppSettings
@@ -38,12 +38,6 @@ SMALL_DOCS = [
     Document("Oswin Tarrow", "Oswin Tarrow was born in Keswick Vale. Oswin Tarrow married Elda Morrow."),
     Document("Keswick Vale", "Keswick Vale lies north of Harlow Fen."),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -82,7 +76,7 @@ def app(ray_cluster, tmp_path_factory, synthetic_corpus, rule_server) -> Iterato
             "llm_deployment": small_deployment,
         }
     )
-    port = _free_port()
+    port = pick_free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     base = f"http://127.0.0.1:{port}"
     serve.run(build_app(settings), name="indexes", route_prefix="/", blocking=False)
