@@ -48,10 +48,11 @@ def pick_free_port(taken: set[int] | None = None) -> int:
     taken = set() if taken is None else taken
     low, _ = ephemeral_port_range()
     first = RAY_MAX_WORKER_PORT + 1
-    candidates = list(range(first, max(low, first + 1000)))
+    end = max(low, first + 1000)  # a kernel whose ephemeral range starts low still leaves 1000
+    candidates = list(range(first, end))
     random.shuffle(candidates)
     for port in candidates:
         if port not in taken and port_is_free(port):
             taken.add(port)
             return port
-    raise RuntimeError(f"no free TCP port between {first} and {max(low, first + 1000) - 1}")
+    raise RuntimeError(f"no free TCP port between {first} and {end - 1}")
