@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 from hoprag.paths import SAMPLE_CORPUS
 
 # The MiniLM GLM at 100 steps found more of the sample's test documents at recall@5 than dense and
-# the old 150-step T5 GLM (docs/benchmarks.md, "the packaged sample"); its undisturbed time on
-# 2 cores is not measured yet (347 s while another training shared the cores)
+# the old 150-step T5 GLM (docs/benchmarks.md, "the packaged sample"); 195 s on 2 undisturbed cores
 DEMO_TRAIN_STEPS = 100
 
 
