@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from distillation.config import DistillConfig, LoraSettings
+from hoprag.checkpoint_staging import checkpoint_staging
 from hoprag.lr_schedule import warmup_linear_factor
 
 STATE_FILE = "distill_state.json"
@@ -212,13 +212,13 @@ def distill_loop_per_worker(params: dict[str, Any]) -> None:
             metrics["seconds_per_step"] = (time.perf_counter() - started) / max(
                 1, state["step"] - resumed_from
             )
-            with tempfile.TemporaryDirectory() as tmp:
+            with checkpoint_staging() as staging:
                 saved = None
                 if rank == 0:
-                    peft_model.save_pretrained(tmp)
-                    torch.save(optimizer.state_dict(), Path(tmp) / OPTIMIZER_FILE)
-                    (Path(tmp) / STATE_FILE).write_text(json.dumps(state))
-                    saved = Checkpoint.from_directory(tmp)
+                    peft_model.save_pretrained(str(staging))
+                    torch.save(optimizer.state_dict(), staging / OPTIMIZER_FILE)
+                    (staging / STATE_FILE).write_text(json.dumps(state))
+                    saved = Checkpoint.from_directory(str(staging))
                 ray.train.report(metrics, checkpoint=saved)
             started = time.perf_counter()
     if rank == 0:

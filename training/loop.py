@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from hoprag.checkpoint_staging import checkpoint_staging
 from hoprag.lr_schedule import warmup_linear_factor
 from training.config import TrainConfig
 from training.data import EpochGeometry, TrainSet, examples_from_columns, sources_from_params
@@ -318,11 +318,11 @@ class WorkerSession:
             "step": self.state["step"],
             "epoch": self.state["epoch"],
         }
-        with tempfile.TemporaryDirectory() as tmp:
-            self.engine.save_checkpoint(tmp, tag=DS_TAG)
+        with checkpoint_staging() as staging:
+            self.engine.save_checkpoint(str(staging), tag=DS_TAG)
             if self.rank == 0:
-                (Path(tmp) / STATE_FILE).write_text(json.dumps(self.state))
-            ray.train.report(payload, checkpoint=ray.train.Checkpoint.from_directory(tmp))
+                (staging / STATE_FILE).write_text(json.dumps(self.state))
+            ray.train.report(payload, checkpoint=ray.train.Checkpoint.from_directory(str(staging)))
 
     def export(self) -> None:
         """Rank 0 writes the servable retriever directory (RUN_DIR/retriever)."""
