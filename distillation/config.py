@@ -84,10 +84,12 @@ class DistillOptim(StrictModel):
     warmup_steps: int = Field(
         default=20, ge=0, description="Linear warm-up; then the learning rate decays linearly to 10%."
     )
-    precision: Literal["bf16", "fp32"] = Field(
-        default="bf16",
+    precision: Literal["auto", "bf16", "fp32"] = Field(
+        default="auto",
         description="bf16: autocast the forward pass (adapter weights and optimizer stay fp32; about "
-        "1.6x faster on CPUs with AVX512-BF16 and the norm on GPUs); fp32: no autocast.",
+        "1.6x faster on CPUs with AVX512-BF16 or AMX and the norm on GPUs, but minutes a step on a CPU "
+        "without them, where PyTorch falls back to a reference kernel); fp32: no autocast; auto: bf16 "
+        "on GPUs and on CPUs that compute bf16 natively, else fp32.",
     )
 
 

@@ -11,6 +11,7 @@ resumes from it. Rank 0 finally scores the held-out examples and exports the ada
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from pathlib import Path
@@ -19,6 +20,8 @@ from typing import Any
 from distillation.config import DistillConfig, LoraSettings
 from hoprag.checkpoint_staging import checkpoint_staging
 from hoprag.lr_schedule import warmup_linear_factor
+
+logger = logging.getLogger(__name__)
 
 STATE_FILE = "distill_state.json"
 OPTIMIZER_FILE = "optimizer.pt"
@@ -152,6 +155,9 @@ def distill_loop_per_worker(params: dict[str, Any]) -> None:
     from safetensors.torch import load_file
 
     config = DistillConfig.model_validate(params["config"])
+    config = config.model_copy(
+        update={"optim": config.optim.model_copy(update={"precision": training_precision(config)})}
+    )
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     torch.manual_seed(config.seed)
@@ -229,7 +235,12 @@ def distill_loop_per_worker(params: dict[str, Any]) -> None:
         peft_model.save_pretrained(str(out))
         (run_dir / "held_out_metrics.json").write_text(
             json.dumps(
-                {"held_out_examples": len(held_out), "held_out_loss": loss, "resumed_from_step": resumed_from}
+                {
+                    "held_out_examples": len(held_out),
+                    "held_out_loss": loss,
+                    "resumed_from_step": resumed_from,
+                    "precision": config.optim.precision,  # what ran: auto decided by the device
+                }
             )
         )
 
@@ -241,11 +252,32 @@ def learning_rate(config: DistillConfig, step: int) -> float:
     return optim.learning_rate * warmup_linear_factor(step, optim.warmup_steps, optim.max_steps, 0.1)
 
 
+def training_precision(config: DistillConfig) -> str:
+    """``bf16`` or ``fp32``: ``auto`` decided by the worker's device, and a warning when bf16 was
+    asked for on a CPU that has no bf16 instructions (each step then takes minutes)."""
+    from hoprag.machine import cpu_has_native_bf16
+
+    precision = config.optim.precision
+    native = config.run.use_gpu or cpu_has_native_bf16()
+    if precision == "auto":
+        return "bf16" if native else "fp32"
+    if precision == "bf16" and not native:
+        logger.warning(
+            "optim.precision=bf16 on a CPU without AVX512-BF16 or AMX: PyTorch computes bf16 matrix "
+            "products in a reference kernel there and a step takes minutes instead of seconds; "
+            "--set optim.precision=fp32 (or auto) trains at full speed"
+        )
+    return precision
+
+
 def _autocast_dtype(config: DistillConfig) -> Any:
     """The dtype the training precision computes in under autocast (``None``: plain fp32)."""
     import torch
 
-    return None if config.optim.precision == "fp32" else torch.bfloat16
+    precision = config.optim.precision
+    if precision == "auto":  # the worker resolves it once at start; this is for direct callers
+        precision = training_precision(config)
+    return None if precision == "fp32" else torch.bfloat16
 
 
 def _autocast(config: DistillConfig) -> Any:

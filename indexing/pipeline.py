@@ -116,11 +116,15 @@ class IndexSummary:
 
 
 def _actor_llm_config(config: IndexConfig) -> LLMBackendConfig:
-    """Give each embedded-model actor its share of the cores (Ray sets OMP threads to num_cpus)."""
+    """Give each embedded-model actor its share of the cores (Ray sets OMP threads to num_cpus),
+    and the dtype this driver keyed the extraction cache with (``auto`` decided here, so an actor
+    on a node with another CPU still writes what the cache key says)."""
     llm = config.llm.model_copy(deep=True)
-    if llm.backend == "embedded" and llm.embedded.num_threads is None:
-        cores = os.cpu_count() or 1
-        llm.embedded.num_threads = max(1, cores // config.extraction.concurrency)
+    if llm.backend == "embedded":
+        llm.embedded.dtype = llm.embedded.compute_dtype
+        if llm.embedded.num_threads is None:
+            cores = os.cpu_count() or 1
+            llm.embedded.num_threads = max(1, cores // config.extraction.concurrency)
     return llm
 
 

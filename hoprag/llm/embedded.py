@@ -37,6 +37,7 @@ from hoprag.llm.base import (
     truncate_at_stop,
 )
 from hoprag.llm.streaming import CancelToken, StopSequenceFilter, StreamItem
+from hoprag.machine import cpu_has_native_bf16
 from hoprag.paths import cache_dir
 
 if TYPE_CHECKING:
@@ -54,8 +55,11 @@ class EmbeddedLLMConfig(StrictModel):
         default=None,
         description="A local HF causal-LM directory to load instead of the packaged Gemma 3 270M GGUF.",
     )
-    dtype: Literal["bfloat16", "float32"] = Field(
-        default="bfloat16", description="Compute dtype; bf16 is ~4x faster than fp32 on recent x86 CPUs."
+    dtype: Literal["auto", "bfloat16", "float32"] = Field(
+        default="auto",
+        description="Compute dtype. auto: bfloat16 where the CPU computes it natively (AVX512-BF16 or "
+        "AMX), else float32: without those instructions bf16 weights generate ~3.5x slower than fp32 "
+        "(an AVX2-only CPU; docs/benchmarks.md, 'Embedded model dtype').",
     )
     max_batch_size: int = Field(default=16, ge=1, description="Prompts generated together in one forward.")
     num_threads: int | None = Field(
@@ -79,6 +83,13 @@ class EmbeddedLLMConfig(StrictModel):
     )
 
     @property
+    def compute_dtype(self) -> Literal["bfloat16", "float32"]:
+        """The dtype the model runs in: ``dtype``, with ``auto`` decided by this machine's CPU."""
+        if self.dtype != "auto":
+            return self.dtype
+        return "bfloat16" if cpu_has_native_bf16() else "float32"
+
+    @property
     def adapter_dir(self) -> Path | None:
         """The adapter directory to merge (``None``: the base model alone)."""
         if self.adapter == PACKAGED_STUDENT:
@@ -87,9 +98,10 @@ class EmbeddedLLMConfig(StrictModel):
 
 
 def embedded_model_id(config: EmbeddedLLMConfig) -> str:
-    """``embedded:<model>@<dtype>`` (``+adapter:<content hash>`` with an adapter); part of every
-    extraction-cache key."""
-    base = f"embedded:{config.model_path or EMBEDDED_MODEL_NAME}@{config.dtype}"
+    """``embedded:<model>@<compute dtype>`` (``+adapter:<content hash>`` with an adapter); part of
+    every extraction-cache key. The dtype is the one the model runs in (``auto`` decided), since
+    bf16 and fp32 can write different outputs."""
+    base = f"embedded:{config.model_path or EMBEDDED_MODEL_NAME}@{config.compute_dtype}"
     if config.adapter_dir is not None:
         from hoprag.llm.adapters import adapter_fingerprint
 
@@ -189,7 +201,7 @@ class EmbeddedLLM:
         self._tokenizer.padding_side = "left"  # decoder-only batching pads on the left
         if self._tokenizer.pad_token is None:
             self._tokenizer.pad_token = self._tokenizer.eos_token
-        self._dtype = _torch_dtype(self.config.dtype)
+        self._dtype = _torch_dtype(self.config.compute_dtype)
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=self._dtype)
         self.student_tasks: frozenset[str] = frozenset()
         self._base = None  # the model without the adapter, for prompts of other tasks
@@ -213,7 +225,7 @@ class EmbeddedLLM:
         self._name = self.config.model_path or EMBEDDED_MODEL_NAME
         self.streams_cancelled = 0  # streams whose consumer stopped before generation ended
         self.load_seconds = time.perf_counter() - started
-        logger.info("loaded %s (%s) in %.1fs", self._name, self.config.dtype, self.load_seconds)
+        logger.info("loaded %s (%s) in %.1fs", self._name, self.config.compute_dtype, self.load_seconds)
 
     @property
     def model_id(self) -> str:

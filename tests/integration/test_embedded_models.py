@@ -10,6 +10,7 @@ import pytest
 from hoprag.extraction.prompts import openie_prompt
 from hoprag.kg.index import KGIndex
 from hoprag.llm.base import GenerationParams
+from hoprag.llm.embedded import EmbeddedLLMConfig
 from hoprag.llm.openai_compat import OpenAICompatibleConfig, OpenAICompatibleLLM
 from hoprag.llm.openai_server import OpenAIProtocolServer
 from hoprag.paths import SAMPLE_CORPUS
@@ -24,7 +25,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 @pytest.fixture(scope="module")
 def gemma():
     """The base model (no adapter: few-shot prompts)."""
-    from hoprag.llm.embedded import EmbeddedLLM, EmbeddedLLMConfig
+    from hoprag.llm.embedded import EmbeddedLLM
 
     return EmbeddedLLM(EmbeddedLLMConfig(adapter=None))
 
@@ -39,7 +40,7 @@ def test_batched_generation_with_stop_sequences(gemma):
     assert "(" in out[0].text and out[0].prompt_tokens > 100 and out[0].completion_tokens > 0
     short = gemma.generate(["Once upon a time"], GenerationParams(max_new_tokens=3))
     assert short[0].completion_tokens <= 3
-    assert gemma.model_id == "embedded:gemma-3-270m-q4_k_m@bfloat16"
+    assert gemma.model_id == f"embedded:gemma-3-270m-q4_k_m@{gemma.config.compute_dtype}"
 
 
 def test_streaming_gives_the_completion_generate_gives_and_stops_when_cancelled(gemma):
@@ -202,7 +203,8 @@ def test_ray_data_pipeline_with_the_embedded_model(gemma_index):
     ix = KGIndex(index_dir, verify=True)
     assert ix.num_triples >= 3
     # The default embedded LLM is the shipped student (its adapter's hash is in the model id).
-    assert ix.manifest["llm_model_id"].startswith("embedded:gemma-3-270m-q4_k_m@bfloat16+adapter:")
+    dtype = EmbeddedLLMConfig().compute_dtype
+    assert ix.manifest["llm_model_id"].startswith(f"embedded:gemma-3-270m-q4_k_m@{dtype}+adapter:")
 
 
 def test_ask_answers_end_to_end_with_the_embedded_model(gemma_index, capsys):

@@ -205,6 +205,38 @@ def test_the_learning_rate_warms_up_then_decays_to_a_tenth() -> None:
     assert learning_rate(config, 100) == pytest.approx(0.1)
 
 
+@pytest.mark.parametrize(
+    ("precision", "use_gpu", "native_bf16", "runs", "warns"),
+    [
+        ("auto", False, False, "fp32", False),  # an AVX2-only CPU: bf16 would take minutes a step
+        ("auto", False, True, "bf16", False),  # AVX512-BF16 / AMX
+        ("auto", True, False, "bf16", False),  # a GPU decides, not the host CPU
+        ("bf16", False, False, "bf16", True),  # asked for: kept, with a warning naming the fix
+        ("bf16", False, True, "bf16", False),
+        ("fp32", False, True, "fp32", False),
+    ],
+)
+def test_the_training_precision_follows_the_device(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    precision: str,
+    use_gpu: bool,
+    native_bf16: bool,
+    runs: str,
+    warns: bool,
+) -> None:
+    import torch
+
+    import hoprag.machine
+    from distillation.loop import _autocast_dtype, training_precision
+
+    monkeypatch.setattr(hoprag.machine, "cpu_has_native_bf16", lambda: native_bf16)
+    config = DistillConfig.model_validate({"optim": {"precision": precision}, "run": {"use_gpu": use_gpu}})
+    assert training_precision(config) == runs
+    assert ("optim.precision=fp32" in caplog.text) == warns
+    assert _autocast_dtype(config) == (torch.bfloat16 if runs == "bf16" else None)
+
+
 def test_distractor_pool_view_draws_what_the_filtered_list_draws() -> None:
     import random
 

@@ -35,8 +35,35 @@ def test_the_cache_key_is_the_model_id_the_built_backend_reports() -> None:
         assert expected_model_id(config) == llm.model_id == "openai-compat:m-7b"
     finally:
         getattr(llm, "close", lambda: None)()
-    base = LLMBackendConfig.model_validate({"embedded": {"adapter": None}})
+    base = LLMBackendConfig.model_validate({"embedded": {"adapter": None, "dtype": "bfloat16"}})
     assert expected_model_id(base) == "embedded:gemma-3-270m-q4_k_m@bfloat16"
-    assert expected_model_id(LLMBackendConfig()).startswith("embedded:gemma-3-270m-q4_k_m@bfloat16+adapter:")
+    dtype = LLMBackendConfig().embedded.compute_dtype  # "auto": this machine's CPU decides
+    assert expected_model_id(LLMBackendConfig()).startswith(f"embedded:gemma-3-270m-q4_k_m@{dtype}+adapter:")
     vllm = LLMBackendConfig.model_validate({"backend": "vllm", "vllm": {"model": "org/m"}})
     assert expected_model_id(vllm) == "vllm:org/m"
+
+
+@pytest.mark.parametrize(("native_bf16", "expected"), [(True, "bfloat16"), (False, "float32")])
+def test_auto_dtype_is_bf16_only_on_cpus_that_compute_it_natively(
+    monkeypatch: pytest.MonkeyPatch, native_bf16: bool, expected: str
+) -> None:
+    """Without AVX512-BF16 / AMX, bf16 weights generate ~3.5x slower than fp32 (benchmarks.md);
+    the model id (the extraction-cache key) names the dtype the model really runs in."""
+    import hoprag.llm.embedded as embedded
+
+    monkeypatch.setattr(embedded, "cpu_has_native_bf16", lambda: native_bf16)
+    auto = LLMBackendConfig.model_validate({"embedded": {"adapter": None}})
+    assert auto.embedded.dtype == "auto" and auto.embedded.compute_dtype == expected
+    assert expected_model_id(auto) == f"embedded:gemma-3-270m-q4_k_m@{expected}"
+    for pinned in ("bfloat16", "float32"):  # a set dtype is kept whatever the CPU
+        config = LLMBackendConfig.model_validate({"embedded": {"adapter": None, "dtype": pinned}})
+        assert config.embedded.compute_dtype == pinned
+
+
+def test_the_cpu_check_reads_this_machines_capabilities() -> None:
+    import torch
+
+    from hoprag.machine import cpu_has_native_bf16
+
+    capabilities = torch.cpu.get_capabilities()
+    assert cpu_has_native_bf16() == bool(capabilities.get("avx512_bf16") or capabilities.get("amx_tile"))

@@ -49,7 +49,16 @@ def test_the_shipped_student_was_made_by_its_recipe(meta: dict) -> None:
     # Read back through today's schema: a field added since (with the default that means the old
     # behaviour, e.g. lora.layers: null = every layer) must not break the match; any other change does
     # (and a key the schema does not know fails validation).
-    assert DistillConfig.model_validate(meta["config"]) == recipe
+    shipped = DistillConfig.model_validate(meta["config"])
+    # The sections of backends that did not teach cannot have shaped the adapter: the embedded
+    # section's dtype default became "auto" after this adapter was taught by the reference backend.
+    idle = {
+        "teacher": {
+            name for name in ("embedded", "openai", "vllm", "reference") if name != recipe.teacher.backend
+        }
+    }
+    assert shipped.model_dump(exclude=idle) == recipe.model_dump(exclude=idle)
+    assert shipped.teacher.section() == recipe.teacher.section()
     assert meta["steps"] == recipe.optim.max_steps
     assert meta["tasks"] == list(recipe.tasks)
     assert meta["base_model"] == "packaged:gemma-3-270m"
