@@ -58,8 +58,8 @@ class EmbeddedLLMConfig(StrictModel):
     dtype: Literal["auto", "bfloat16", "float32"] = Field(
         default="auto",
         description="Compute dtype. auto: bfloat16 where the CPU computes it natively (AVX512-BF16 or "
-        "AMX), else float32: without those instructions bf16 weights generate ~3.5x slower than fp32 "
-        "(an AVX2-only CPU; docs/benchmarks.md, 'Embedded model dtype').",
+        "AMX), else float32: without those instructions bf16 answer prompts took 3.9x as long as fp32 "
+        "(an AVX2-only CPU; docs/benchmarks.md, 'Embedded model dtype and the CPU').",
     )
     max_batch_size: int = Field(default=16, ge=1, description="Prompts generated together in one forward.")
     num_threads: int | None = Field(
