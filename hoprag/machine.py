@@ -4,10 +4,12 @@ recipes' ``auto`` precision)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 
 
+@functools.cache  # asked for every embedded model id; the CPU does not change within a process
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU multiplies bf16 matrices in hardware (AVX512-BF16 or AMX tiles).
 
