@@ -52,6 +52,7 @@ QUESTION_KEYS = {
     "domain",
     "supporting_entities",
     "spelling",
+    "plan",
 }
 YEAR_CMP = re.compile(r"\b(earlier|first|later|more recently)(?=[,:?])")
 
@@ -207,6 +208,69 @@ def _check_comparison(q: dict[str, Any], triples: list[tuple[str, str, str]], id
     winner = a if (int(va) < int(vb)) == earlier else b
     allowed = {winner} | {s for s, _, o in via if o == winner}
     assert q["answer"] in allowed, q
+
+
+_PLACEHOLDER = re.compile(r"\[[^\]]+\]")
+
+
+def test_gold_plans_follow_the_reasoning_chain(any_bench: SyntheticBenchmark) -> None:
+    """Every question carries a gold plan: one one-hop step per reasoning triple, each answered by
+    that triple's other side; a later step names an earlier answer only by that step's ``ref``; the
+    first steps name the question's topic as the question spells it."""
+    for q in _questions(any_bench):
+        plan = q["plan"]
+        triples = any_bench.reasoning[q["id"]]
+        assert len(plan) == len(triples), q
+        refs: dict[str, str] = {}
+        for k, (step, triple) in enumerate(zip(plan, triples, strict=True)):
+            assert step["step"].endswith("?") and step["answer"] in triple, (q, step, triple)
+            for placeholder in _PLACEHOLDER.findall(step["step"]):
+                assert placeholder in refs, (q, k, placeholder)
+                assert refs[placeholder] in triple, (q, k)  # the earlier answer is this hop's subject
+            if step["ref"] is not None:
+                assert _PLACEHOLDER.fullmatch(step["ref"]), step
+                refs[step["ref"]] = step["answer"]
+        if q["type"] != "comparison":
+            assert plan[-1]["answer"] == q["answer"] and plan[-1]["ref"] is None, q
+            assert [p["answer"] for p in plan][: len(q["supporting_entities"]) - 1] == q[
+                "supporting_entities"
+            ][1:], q
+        assert not _PLACEHOLDER.search(plan[0]["step"]), q
+        lowered = q["question"].lower()
+        topic_step = plan[0]["step"].lower()
+        assert any(
+            word in lowered for word in re.findall(r"[a-z0-9]{4,}", topic_step) if word not in _STEP_WORDS
+        ), q
+
+
+# words of step templates, so the check above looks for a name the question shares with its first step
+_STEP_WORDS = {"what", "which", "when", "where", "year", "does", "founded", "born"}
+
+
+def test_year_comparisons_through_two_hops_name_each_sides_hop(bench: SyntheticBenchmark) -> None:
+    """ "The director of which film was born earlier, A or B?" names one role for both sides, so it is
+    asked only when both sides take that hop; otherwise each side is described by its own hop and
+    the answer is the compared entity. (The role template was once used for mixed hops too, asking
+    about a role that one side's gold answer never took.)"""
+    same = mixed = 0
+    for q in _questions(bench):
+        triples = bench.reasoning[q["id"]]
+        if not (q["type"] == "comparison" and q["hops"] == 4 and triples[2][1].endswith("_year")):
+            continue
+        (start_a, hop_a, target_a), (start_b, hop_b, target_b) = triples[0], triples[1]
+        if hop_a == hop_b:
+            assert q["answer"] in (start_a, start_b), q
+            same += 1
+            continue
+        assert q["answer"] in (target_a, target_b), q
+        text = q["question"].lower()
+        for start, hop in ((start_a, hop_a), (start_b, hop_b)):
+            if start.lower() not in text:
+                continue  # a respelled topic (the spelling tests cover it)
+            described = (t.format(x=start).lower() for t in _RELATIONS[hop].fwd_np)
+            assert any(d in text or d.removeprefix("the ") in text for d in described), (q, hop)
+        mixed += 1
+    assert same >= 5 and mixed >= 5, (same, mixed)
 
 
 def test_types_hops_and_domains_cover_the_config(bench: SyntheticBenchmark) -> None:
@@ -438,11 +502,18 @@ def test_variants_respell_only_the_topic_mention(bench: SyntheticBenchmark) -> N
         if q["spelling"] == EXACT:
             assert q == p
             continue
-        assert {k: v for k, v in q.items() if k not in ("question", "spelling")} == {
-            k: v for k, v in p.items() if k not in ("question", "spelling")
+        assert {k: v for k, v in q.items() if k not in ("question", "spelling", "plan")} == {
+            k: v for k, v in p.items() if k not in ("question", "spelling", "plan")
         }
         topic = q["supporting_entities"][0]
         mention = _topic_mention(p["question"], q["question"], topic)
+        # the gold plan names the topic as the question does
+        respelled = json.loads(
+            json.dumps(p["plan"]).replace(json.dumps(topic)[1:-1], json.dumps(mention)[1:-1])
+        )
+        assert [(s["step"].lower(), s["ref"]) for s in q["plan"]] == [
+            (s["step"].lower(), s["ref"]) for s in respelled
+        ]
         assert _is_spelling_of(q["spelling"], mention, topic), (q["spelling"], mention, topic)
         assert matcher.resolve(mention) == {topic}, (mention, topic)
         examples.setdefault(q["spelling"], set()).add(mention)

@@ -23,9 +23,17 @@ its template and sentence, relation facts (``type: relation``, world.json's fact
 attributes (``type: attribute``: year, kind, a protein's mass) alike. docs/synthetic.md has examples.
 
 Every question record has ``id, question, answer, answer_aliases, supporting_facts, type, hops, domain,
-supporting_entities, spelling``. ``hops`` is the number of supporting documents (2-4), which is also the
-number of retrieval hops a reader needs. ``supporting_entities[0]`` is the question's *topic entity*, the
-one it starts from (a chain's start, a comparison's first side).
+supporting_entities, spelling, plan``. ``hops`` is the number of supporting documents (2-4), which is also
+the number of retrieval hops a reader needs. ``supporting_entities[0]`` is the question's *topic entity*,
+the one it starts from (a chain's start, a comparison's first side).
+
+``plan`` is the question's gold search plan in the PAI-2 planner's format, one ``{step, answer, ref}`` per
+reasoning triple: ``step`` is a one-hop question ("Who directed [the film written by Wike Micluther]?"),
+``answer`` what it finds, and ``ref`` the ``[description]`` by which later steps name that answer (``null``
+when none does). A comparison's plan reaches each side's compared entity first, then asks each side's
+value; the final answer (which side, or yes/no) is the question's. The topic is named as the question
+names it (respelled or not). Steps are worded by an RNG of their own, so plans change no question.
+``hoprag distill`` teaches the ``plan`` and ``update`` tasks from it.
 
 Variant spellings: ``variant_spelling_fraction`` (default 0.2) of each split's questions name their topic
 entity differently from the world (``spelling.py``): ``case`` ("brado tranford"), ``punctuation``
@@ -49,7 +57,12 @@ Question types:
   born?").
 * ``comparison``: two entities of the same type compared on a year attribute (answer: one of the two
   names) or on a shared relation object (answer: yes/no); either side may be reached through one hop
-  ("the director of X"), giving 2, 3 or 4 supporting documents.
+  ("the director of X"), giving 2, 3 or 4 supporting documents. A year comparison whose two sides take the
+  same hop names the hop's role once ("The director of which film was born earlier, A or B?", answer: a
+  film); when the hops differ, each side is described by its own ("Which person was born earlier, the
+  director of A or the screenwriter of B?", answer: a person). Generators before 2026-12-03 used the
+  role template for differing hops too, so ~40% of their 4-hop year comparisons asked about a role one
+  side's answer never took; regenerating changes only those questions.
 * ``compositional``: a chain whose first step is an inverse lookup ("the drug that treats D") that is
   then composed with further (forward or inverse) steps; every inverse step is unique in the world.
 

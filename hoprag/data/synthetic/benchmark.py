@@ -13,7 +13,7 @@ from typing import Any
 from .config import SyntheticConfig
 from .documents import render_documents
 from .phrasing import TEMPLATES, held_out_template_ids
-from .questions import _aliases, _Question, _QuestionMaker, _ucfirst
+from .questions import _TOPIC_CLOSE, _TOPIC_OPEN, _aliases, _Question, _QuestionMaker, _ucfirst
 from .schema import _TYPES
 from .spelling import EXACT, NameMatcher, spelling_variants
 from .world import _assign_pronouns, _make_entities, _make_facts, _World
@@ -61,7 +61,24 @@ def _record(q: _Question, qid: str, names: list[str], spelling: str, question: s
         "domain": q.domain,
         "supporting_entities": [names[e] for e in q.entities],
         "spelling": spelling,
+        "plan": _plan_record(q, question),
     }
+
+
+def _plan_record(q: _Question, question: str) -> list[dict[str, Any]]:
+    """The gold plan as written to the question record: the topic entity is named in every step as
+    ``question`` (respelled or not) names it, so the steps read like a split of that question."""
+    start, end = q.topic_span
+    mention = question[start : len(question) - (len(q.question) - end)]
+    marked = _TOPIC_OPEN + q.question[start:end] + _TOPIC_CLOSE
+
+    def fill(text: str) -> str:
+        return text.replace(marked, mention)
+
+    return [
+        {"step": _ucfirst(fill(p.step)), "answer": p.answer, "ref": fill(p.ref) if p.ref else None}
+        for p in q.plan
+    ]
 
 
 def _respell(q: _Question, world: _World, matcher: NameMatcher, rng: random.Random) -> tuple[str, str]:

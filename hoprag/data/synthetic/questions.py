@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .config import QUESTION_TYPES, SyntheticConfig
@@ -37,6 +37,22 @@ class _Question:
     signature: tuple[Any, ...]
     # Character span of the topic entity's mention in ``question`` (see ``_topic``).
     topic_span: tuple[int, int] = (0, 0)
+    # The gold search plan (see ``PlanStep``), its texts still holding the topic markers.
+    plan: list[PlanStep] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """One step of a question's gold search plan, in the PAI-2 planner's format.
+
+    ``step`` is a one-hop question; a step that needs an earlier step's answer names that answer by a
+    ``[description]`` placeholder, the ``ref`` of the earlier step (``None`` when no later step refers
+    to this one). ``answer`` is what the step finds: an entity name or a year.
+    """
+
+    step: str
+    answer: str
+    ref: str | None = None
 
 
 # The topic entity (the entity a question starts from: the chain's start, or the first compared side)
@@ -109,6 +125,9 @@ class _QuestionMaker:
             ]
         # Yes/no comparisons alternate their gold answer; "yes" is harder to find and would be rarer.
         self.yes_no = {"yes": 0, "no": 0}
+        # Gold plans word their steps with an RNG of their own, so that planning changes no question.
+        self.plan_rng = random.Random(f"hoprag-synthetic:{config.seed}:plans")
+        self.mixed_hop_rng = random.Random(f"hoprag-synthetic:{config.seed}:mixed-hop-comparisons")
 
     # -- chains ----------------------------------------------------------------------------------
 
@@ -191,9 +210,14 @@ class _QuestionMaker:
         names = w.names
         desc = _topic(names[start])
         reasoning: list[tuple[str, str, str]] = []
+        plan: list[PlanStep] = []
         for k, (rel, inv, frm, to) in enumerate(steps):
             text = _RELATIONS[rel]
             last = k == len(steps) - 1 and not attr_final
+            # The step asks for this hop alone; its subject is the topic, or the previous step's answer
+            # by the question's own description of it.
+            subject = desc if k == 0 else f"[{desc}]"
+            step_text = self.plan_rng.choice(text.inv_q if inv else text.fwd_q).format(x=subject)
             if inv:
                 templates = text.inv_q if last else text.inv_np
                 reasoning.append((names[to], rel, names[frm]))
@@ -201,18 +225,21 @@ class _QuestionMaker:
                 templates = text.fwd_q if last else text.fwd_np
                 reasoning.append((names[frm], rel, names[to]))
             desc = _pick_template(rng, templates, nested=k > 0).format(x=desc)
+            plan.append(PlanStep(step_text, names[to], None if last else f"[{desc}]"))
         if attr_final:
             etype = w.types[cur]
+            step_text = self.plan_rng.choice(_YEAR_QUESTIONS[etype]).format(x=f"[{desc}]")
             desc = _pick_template(rng, _YEAR_QUESTIONS[etype], nested=True).format(x=desc)
             answer = str(w.years[cur])
             reasoning.append((names[cur], _TYPES[etype].year_attr, answer))
+            plan.append(PlanStep(step_text, answer))
         else:
             answer = names[cur]
         entities = [start] + [to for _, _, _, to in steps]
         signature = ("chain", start, tuple((r, i, t) for r, i, _, t in steps), attr_final)
         qtype = "compositional" if compositional else "bridge"
         text, span = _finish(desc)
-        return _Question(text, answer, qtype, domain, docs, entities, reasoning, signature, span)
+        return _Question(text, answer, qtype, domain, docs, entities, reasoning, signature, span, plan)
 
     # -- comparisons -----------------------------------------------------------------------------
 
@@ -292,12 +319,18 @@ class _QuestionMaker:
             if (obj_a == obj_b) != yes:
                 return None
 
-        def describe(start: int | None, target: int, via: tuple[str, str] | None, topic: bool) -> str:
+        def describe(
+            start: int | None,
+            target: int,
+            via: tuple[str, str] | None,
+            topic: bool,
+            pick: random.Random = rng,
+        ) -> str:
             first = start if start is not None and via is not None else target
             name = _topic(names[first]) if topic else names[first]
             if start is None or via is None:
                 return name
-            return rng.choice(_RELATIONS[via[1]].fwd_np).format(x=name)
+            return pick.choice(_RELATIONS[via[1]].fwd_np).format(x=name)
 
         reasoning: list[tuple[str, str, str]] = []
         docs: list[int] = []
@@ -332,16 +365,32 @@ class _QuestionMaker:
             if n_via == 2 and start_a is not None and start_b is not None and via_a is not None:
                 start_type = _TYPES[w.types[start_a]]
                 template = rng.choice(_YEAR_CMP_VIA)
-                question = template.format(
-                    role=_RELATIONS[via_a[1]].role,
-                    snoun=start_type.noun,
-                    vp=spec.year_vp,
-                    cmp=cmp,
-                    rel="who" if target_type in _PERSON_TYPES else "that",
-                    a=_topic(names[start_a]),
-                    b=names[start_b],
-                )
-                answer = names[start_a] if a_wins else names[start_b]
+                if via_a == via_b:
+                    question = template.format(
+                        role=_RELATIONS[via_a[1]].role,
+                        snoun=start_type.noun,
+                        vp=spec.year_vp,
+                        cmp=cmp,
+                        rel="who" if target_type in _PERSON_TYPES else "that",
+                        a=_topic(names[start_a]),
+                        b=names[start_b],
+                    )
+                    answer = names[start_a] if a_wins else names[start_b]
+                else:
+                    # The sides reach their compared entities by different hops, which one role cannot
+                    # name; each side is described by its own hop. (The role template was used here
+                    # once, asking about a role one side's answer never took.) Worded by an RNG of its
+                    # own, so no other question changed when this was fixed.
+                    pick = self.mixed_hop_rng
+                    question = pick.choice(_YEAR_CMP_GENERAL).format(
+                        noun=spec.noun,
+                        vp=spec.year_vp,
+                        cmp=cmp,
+                        wh="Who" if target_type in _PERSON_TYPES else "Which one",
+                        a=describe(start_a, target_a, via_a, topic=True, pick=pick),
+                        b=describe(start_b, target_b, via_b, topic=False, pick=pick),
+                    )
+                    answer = names[target_a] if a_wins else names[target_b]
             else:
                 template = rng.choice(_YEAR_CMP_GENERAL)
                 question = template.format(
@@ -356,7 +405,37 @@ class _QuestionMaker:
             entities = chain_entities
             signature = ("year", tuple(sorted([(start_a, target_a), (start_b, target_b)], key=str)))
         text, span = _finish(question)
-        return _Question(text, answer, "comparison", domain, docs, entities, reasoning, signature, span)
+        sides = ((start_a, target_a, via_a, True), (start_b, target_b, via_b, False))
+        plan = self._comparison_plan(sides, key if same else None)
+        return _Question(text, answer, "comparison", domain, docs, entities, reasoning, signature, span, plan)
+
+    def _comparison_plan(
+        self, sides: Sequence[tuple[int | None, int, tuple[str, str] | None, bool]], same_key: str | None
+    ) -> list[PlanStep]:
+        """Each side's hop to its compared entity first, then the compared value of each side."""
+        w = self.world
+        names = w.names
+        rng = self.plan_rng
+        plan: list[PlanStep] = []
+        subjects: list[str] = []
+        for start, target, via, topic in sides:
+            if start is None or via is None:
+                subjects.append(_topic(names[target]) if topic else names[target])
+                continue
+            start_name = _topic(names[start]) if topic else names[start]
+            ref = "[" + rng.choice(_RELATIONS[via[1]].fwd_np).format(x=start_name) + "]"
+            plan.append(
+                PlanStep(rng.choice(_RELATIONS[via[1]].fwd_q).format(x=start_name), names[target], ref)
+            )
+            subjects.append(ref)
+        for (_, target, _, _), subject in zip(sides, subjects, strict=True):
+            if same_key is not None:
+                (obj,) = w.forward(target, same_key)
+                template, value = rng.choice(_RELATIONS[same_key].fwd_q), names[obj]
+            else:
+                template, value = rng.choice(_YEAR_QUESTIONS[w.types[target]]), str(w.years[target])
+            plan.append(PlanStep(template.format(x=subject), value))
+        return plan
 
     # -- driver ----------------------------------------------------------------------------------
 
