@@ -12,7 +12,7 @@ from hoprag.ray_runtime import RayConfig
 from indexing.config import ExtractionConfig
 from training.config import RunSettings
 
-Task = Literal["openie", "ner", "answer"]
+Task = Literal["openie", "ner", "answer", "plan", "update"]
 
 
 class StudentBase(StrictModel):
@@ -97,7 +97,11 @@ class DistillConfig(StrictModel):
     """Teacher → student distillation: which tasks, which teacher, which data, how to train."""
 
     tasks: list[Task] = Field(
-        default_factory=lambda: ["openie", "ner"], min_length=1, description="Trained into one adapter."
+        default_factory=lambda: ["openie", "ner"],
+        min_length=1,
+        description="Trained into one adapter: openie and ner (indexing; the teacher answers them), answer "
+        "(retrieve mode's and the planner's step answers; gold answers), plan and update (the planner's "
+        "plan and plan-update prompts; gold search plans of the question records).",
     )
     teacher: LLMBackendConfig = Field(
         default_factory=LLMBackendConfig,

@@ -25,6 +25,7 @@ def run_distillation(corpus: Path, out: Path, config: DistillConfig) -> dict[str
 
     from hoprag.config import dump_config
     from hoprag.extraction.prompts import PROMPT_VERSION, STUDENT_PROMPT_VERSION
+    from hoprag.planner.prompts import PLANNER_PROMPT_VERSION
     from hoprag.ray_runtime import init_ray
     from indexing.corpus import read_corpus
     from training.trainer import fit_with_progress, trainer_options
@@ -61,7 +62,11 @@ def run_distillation(corpus: Path, out: Path, config: DistillConfig) -> dict[str
     student = {
         "base_model": config.base.model_path or "packaged:gemma-3-270m",
         "tasks": list(config.tasks),
-        "prompt_versions": {"student": STUDENT_PROMPT_VERSION, "teacher": PROMPT_VERSION},
+        "prompt_versions": {
+            "student": STUDENT_PROMPT_VERSION,
+            "teacher": PROMPT_VERSION,
+            "planner": PLANNER_PROMPT_VERSION,
+        },
         "teacher": teacher.teacher,
         "data_hash": data_hash(examples),
         "examples": {"train": len(train), "held_out": len(held_out)},

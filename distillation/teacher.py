@@ -21,12 +21,15 @@ from distillation.examples import (
     ContextDocument,
     StudentExample,
     answer_example,
+    gold_plan,
     ner_example,
     openie_example,
+    plan_example,
     teacher_passages,
+    update_examples,
 )
 from hoprag.linking.linker import normalize_question
-from hoprag.llm.base import TASK_ANSWER, TASK_NER, TASK_OPENIE
+from hoprag.llm.base import TASK_ANSWER, TASK_NER, TASK_OPENIE, TASK_PLAN, TASK_UPDATE
 from hoprag.text import content_hash
 from indexing.config import IndexConfig
 from indexing.corpus import Document
@@ -48,6 +51,8 @@ class TeacherReport:
     failed: int = 0
     answers: int = 0
     answers_skipped: int = 0  # questions without an answer or without a supporting document here
+    plans: int = 0  # questions whose gold plan taught the plan and/or update task
+    plans_skipped: int = 0  # questions without a usable gold plan or answer
     teacher: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -61,7 +66,8 @@ def teacher_examples(
 
     ``openie`` / ``ner``: the teacher's triples per passage and mentions per question. ``answer``:
     the questions' gold answers, in a context of documents and the teacher's triples of them (so
-    the teacher extracts the documents' triples for it even when ``openie`` is not trained)."""
+    the teacher extracts the documents' triples for it even when ``openie`` is not trained).
+    ``plan`` / ``update``: the questions' gold search plans (:func:`plan_examples`)."""
     from hoprag.llm.factory import expected_model_id
     from indexing.cache import ExtractionCache
     from indexing.pipeline import run_extraction
@@ -110,9 +116,45 @@ def teacher_examples(
         by_passage = {key: cached.get(cache_key) for task, cache_key, key, _ in rows if task == TASK_OPENIE}
         answers = answer_examples(documents, questions, by_passage, config, report)
         examples += answers
+    if TASK_PLAN in config.tasks or TASK_UPDATE in config.tasks:
+        examples += plan_examples(questions, config, report)
     if report.failed:
         logger.warning("the teacher failed on %d of %d inputs; they are left out", report.failed, len(rows))
     return examples, report
+
+
+def plan_examples(
+    questions: list[dict[str, Any]], config: DistillConfig, report: TeacherReport
+) -> list[StudentExample]:
+    """The planner's ``plan`` and ``update`` examples of every question with a gold plan (a question
+    record's ``plan``: ``hoprag generate`` writes one, from the question's reasoning chain) and a gold
+    answer. The teacher LLM is not asked: the gold chain is the teacher's output here, as the gold
+    answer is for the ``answer`` task."""
+    examples: list[StudentExample] = []
+    seen: set[str] = set()
+    for q in questions:
+        text = normalize_question(str(q.get("question", "")))
+        key = content_hash(TASK_PLAN, text)
+        if not text or key in seen:
+            continue
+        seen.add(key)
+        plan = gold_plan(q)
+        answer = str(q.get("answer") or "").strip()
+        if plan is None or not answer:
+            report.plans_skipped += 1
+            continue
+        report.plans += 1
+        if TASK_PLAN in config.tasks:
+            examples.append(plan_example(key, text, plan))
+        if TASK_UPDATE in config.tasks:
+            examples += update_examples(content_hash(TASK_UPDATE, text), text, answer, plan)
+    if report.plans == 0:
+        raise ValueError(
+            f"tasks {[t for t in config.tasks if t in (TASK_PLAN, TASK_UPDATE)]} need questions with a gold "
+            f"search plan (a `plan` list of {{step, answer, ref}} in the question records, as `hoprag "
+            f"generate` writes them); none of the {len(questions)} training questions has one"
+        )
+    return examples
 
 
 def answer_examples(

@@ -104,24 +104,34 @@ def lora_rank(adapter: str | Path, setting: str = "llm.embedded.adapter") -> int
 
 def student_tasks(adapter: str | Path, setting: str = "llm.embedded.adapter") -> frozenset[str]:
     """The tasks a distilled student answers with the student prompts: its student.json's ``tasks``,
-    none when it records training on other student prompt texts than this version's (it then gets
-    the base prompts, with a warning: its student prompts would not be the ones it learnt)."""
+    less those whose prompts it records training on in other texts than this version's (they then
+    get the base prompts, with a warning: their student prompts would not be the ones it learnt).
+    The extraction student prompts (``prompt_versions.student``) cover every task; the planner's
+    (``prompt_versions.planner``) its ``plan`` and ``update`` tasks."""
     from hoprag.extraction.prompts import STUDENT_PROMPT_VERSION
+    from hoprag.llm.base import TASK_PLAN, TASK_UPDATE
+    from hoprag.planner.prompts import PLANNER_PROMPT_VERSION
 
     meta = read_student_meta(adapter, setting)
     tasks = frozenset(meta.get("tasks", ()))
-    trained = (meta.get("prompt_versions") or {}).get("student")
-    if tasks and trained is not None and trained != STUDENT_PROMPT_VERSION:
-        logger.warning(
-            "%s=%s was trained on student prompts %s, this hoprag has %s: using the base prompts for "
-            "its tasks %s (re-run `hoprag distill` to train it on these)",
-            setting,
-            adapter,
-            trained,
-            STUDENT_PROMPT_VERSION,
-            sorted(tasks),
-        )
-        return frozenset()
+    trained_on = meta.get("prompt_versions") or {}
+    for kind, current, covered in (
+        ("student", STUDENT_PROMPT_VERSION, tasks),
+        ("planner", PLANNER_PROMPT_VERSION, tasks & {TASK_PLAN, TASK_UPDATE}),
+    ):
+        trained = trained_on.get(kind)
+        if covered and trained is not None and trained != current:
+            logger.warning(
+                "%s=%s was trained on %s prompts %s, this hoprag has %s: using the base prompts for "
+                "its tasks %s (re-run `hoprag distill` to train it on these)",
+                setting,
+                adapter,
+                kind,
+                trained,
+                current,
+                sorted(covered),
+            )
+            tasks = tasks - covered
     return tasks
 
 

@@ -59,6 +59,8 @@ def uses_student_prompt(llm: object, task: str) -> bool:
 TASK_OPENIE = "openie"
 TASK_NER = "ner"
 TASK_ANSWER = "answer"
+TASK_PLAN = "plan"
+TASK_UPDATE = "update"
 """The tasks a distilled student can be trained on (``student.json`` ``tasks``): the names their
 prompts carry in :attr:`GenerationParams.task` and that :func:`uses_student_prompt` and
 :func:`adapter_applies` match, so one spelling serves indexing, distillation and the planner."""

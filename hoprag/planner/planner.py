@@ -25,6 +25,8 @@ from hoprag.llm.base import (
     LLM,
     TASK_ANSWER,
     TASK_NER,
+    TASK_PLAN,
+    TASK_UPDATE,
     Completion,
     Prompt,
     PromptSpec,
@@ -59,7 +61,6 @@ if TYPE_CHECKING:
 
 NOT_ENOUGH_INFO = "NotEnoughInfo"
 T = TypeVar("T")
-_PLACEHOLDER = re.compile(r"\[[^\]]+\]")
 
 
 class PlannerInputError(ValueError):
@@ -214,7 +215,13 @@ class Planner:
         Stages go to ``events``; the final answer call streams to ``stream_to``."""
         cfg = self.config
         first_step = len(steps)
-        plan = self._ask(P.plan_prompt(question, self.style), ledger, "plan", parse_steps)
+        llm = self.client.llm
+        plan = self._ask(
+            P.plan_prompt(question, self.style, student=uses_student_prompt(llm, TASK_PLAN)),
+            ledger,
+            "plan",
+            parse_steps,
+        )
         if not plan:
             notes.append("plan: unusable output, the question is the only step")
             plan = [question]
@@ -243,11 +250,17 @@ class Planner:
                 if (
                     remaining
                     and cfg.skip_needless_updates
-                    and not any(_PLACEHOLDER.search(s) for s in remaining)
+                    and not any(P.PLACEHOLDER.search(s) for s in remaining)
                 ):
                     continue
                 update = self._ask(
-                    P.update_prompt(question, found, remaining, self.style),
+                    P.update_prompt(
+                        question,
+                        found,
+                        remaining,
+                        self.style,
+                        student=uses_student_prompt(llm, TASK_UPDATE),
+                    ),
                     ledger,
                     "update",
                     parse_update,

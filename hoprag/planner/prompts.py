@@ -31,12 +31,24 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hoprag.llm.base import TASK_ANSWER, ChatMessage, GenerationParams, Prompt, PromptSpec, PromptStyle
+from hoprag.llm.base import (
+    TASK_ANSWER,
+    TASK_PLAN,
+    TASK_UPDATE,
+    ChatMessage,
+    GenerationParams,
+    Prompt,
+    PromptSpec,
+    PromptStyle,
+)
 from hoprag.planner.answer_type import AUXILIARY_VERBS, QUESTION_WORDS
 
-PLANNER_PROMPT_VERSION = "pai2-v1"
+PLANNER_PROMPT_VERSION = "pai2-v2"  # v2: the student plan and update prompts
 
 UNKNOWN = "unknown"
+
+PLACEHOLDER = re.compile(r"\[[^\]]+\]")
+"""A plan step's reference to an earlier step's answer ("Where was [the director of X] born?")."""
 
 _PLAN_TASK = (
     "Split each question into search steps, one per line. A step that needs an earlier step's "
@@ -125,12 +137,13 @@ _SUMMARY_TASK = (
 )
 
 
-def _numbered(lines: Sequence[str], start: int = 1) -> str:
+def numbered(lines: Sequence[str], start: int = 1) -> str:
+    """Steps as the plan and update prompts write them: ``1. ...`` lines."""
     return "\n".join(f"{i}. {line}" for i, line in enumerate(lines, start=start))
 
 
 def _findings(found: Sequence[tuple[str, str]]) -> str:
-    return _numbered([f"{q} -> {a}" for q, a in found]) if found else "(none)"
+    return numbered([f"{q} -> {a}" for q, a in found]) if found else "(none)"
 
 
 def _spec(
@@ -158,17 +171,18 @@ def _spec(
     return PromptSpec(messages, GenerationParams(max_new_tokens, 0.0, (), task=name), "lines")
 
 
-def plan_prompt(question: str, style: PromptStyle, max_new_tokens: int = 96) -> PromptSpec:
-    shots = [f"Question: {q}\nSteps:\n{_numbered(steps)}" for q, steps in _PLAN_SHOTS]
-    return _spec(
-        style,
-        _PLAN_TASK,
-        shots,
-        f"Question: {question}\nSteps:\n",
-        max_new_tokens,
-        ("\n\n", "Question:"),
-        "plan",
-    )
+def plan_prompt(
+    question: str, style: PromptStyle, max_new_tokens: int = 96, student: bool = False
+) -> PromptSpec:
+    """Numbered search steps for ``question``. ``student``: the short prompt of a distilled student
+    (the task and the question, no examples; same output)."""
+    instance = f"Question: {question}\nSteps:\n"
+    stop = ("\n\n", "Question:")
+    if student:
+        params = GenerationParams(max_new_tokens, 0.0, stop, stop_on_repeated_line=True, task=TASK_PLAN)
+        return PromptSpec(f"{_PLAN_TASK}\n\n{instance}", params, "lines")
+    shots = [f"Question: {q}\nSteps:\n{numbered(steps)}" for q, steps in _PLAN_SHOTS]
+    return _spec(style, _PLAN_TASK, shots, instance, max_new_tokens, stop, TASK_PLAN)
 
 
 def _facts_block(facts: Sequence[str], documents: Sequence[str] = ()) -> str:
@@ -201,25 +215,24 @@ def update_prompt(
     remaining: Sequence[str],
     style: PromptStyle,
     max_new_tokens: int = 96,
+    student: bool = False,
 ) -> PromptSpec:
-    """Final answer or rewritten remaining steps, in one call (answerability + enhancement merged)."""
+    """Final answer or rewritten remaining steps, in one call (answerability + enhancement merged).
+    ``student``: the short prompt of a distilled student (no examples; same output)."""
 
     def block(q: str, f: Sequence[tuple[str, str]], rest: Sequence[str]) -> str:
         return (
             f"Question: {q}\nFound:\n{_findings(f)}\n"
-            f"Remaining:\n{_numbered(rest, len(f) + 1) if rest else '(none)'}\nNext:"
+            f"Remaining:\n{numbered(rest, len(f) + 1) if rest else '(none)'}\nNext:"
         )
 
+    instance = block(question, found, remaining) + "\n"
+    stop = ("\n\n", "Question:")
+    if student:
+        params = GenerationParams(max_new_tokens, 0.0, stop, stop_on_repeated_line=True, task=TASK_UPDATE)
+        return PromptSpec(f"{_UPDATE_TASK}\n\n{instance}", params, "lines")
     shots = [f"{block(q, f, r)}\n{out}" for q, f, r, out in _UPDATE_SHOTS]
-    return _spec(
-        style,
-        _UPDATE_TASK,
-        shots,
-        block(question, found, remaining) + "\n",
-        max_new_tokens,
-        ("\n\n", "Question:"),
-        "update",
-    )
+    return _spec(style, _UPDATE_TASK, shots, instance, max_new_tokens, stop, TASK_UPDATE)
 
 
 def enhance_prompt(
@@ -231,10 +244,10 @@ def enhance_prompt(
 ) -> PromptSpec:
     """The paper's plan enhancement alone: the remaining steps, rewritten."""
     q, f, r, out = _UPDATE_SHOTS[0]
-    shot = f"Question: {q}\nFound:\n{_findings(f)}\nRemaining:\n{_numbered(r, len(f) + 1)}\nRewritten:\n{out}"
+    shot = f"Question: {q}\nFound:\n{_findings(f)}\nRemaining:\n{numbered(r, len(f) + 1)}\nRewritten:\n{out}"
     instance = (
         f"Question: {question}\nFound:\n{_findings(found)}\n"
-        f"Remaining:\n{_numbered(remaining, len(found) + 1)}\nRewritten:\n"
+        f"Remaining:\n{numbered(remaining, len(found) + 1)}\nRewritten:\n"
     )
     return _spec(style, _ENHANCE_TASK, [shot], instance, max_new_tokens, ("\n\n", "Question:"), "enhance")
 

@@ -262,12 +262,16 @@ def test_the_configs_task_names_are_the_ones_prompts_carry() -> None:
     from distillation.config import Task
     from distillation.examples import TASKS
     from hoprag.extraction.prompts import ner_prompt, openie_prompt
-    from hoprag.llm.base import TASK_ANSWER, TASK_NER, TASK_OPENIE
+    from hoprag.llm.base import TASK_ANSWER, TASK_NER, TASK_OPENIE, TASK_PLAN, TASK_UPDATE
+    from hoprag.planner.prompts import plan_prompt, update_prompt
 
-    assert set(get_args(Task)) == set(TASKS) == {TASK_OPENIE, TASK_NER, TASK_ANSWER}
+    assert set(get_args(Task)) == set(TASKS) == {TASK_OPENIE, TASK_NER, TASK_ANSWER, TASK_PLAN, TASK_UPDATE}
     assert openie_prompt("p", "completion", student=True).params.task == TASK_OPENIE
     assert ner_prompt("q", "completion", student=True).params.task == TASK_NER
     assert answer_prompt("q", [], "completion", student=True).params.task == TASK_ANSWER
+    for student in (True, False):
+        assert plan_prompt("q", "completion", student=student).params.task == TASK_PLAN
+        assert update_prompt("q", [], [], "completion", student=student).params.task == TASK_UPDATE
 
 
 def test_the_workers_of_a_step_share_one_length_group_and_cover_the_epoch() -> None:
@@ -377,3 +381,125 @@ def test_a_bf16_copy_of_the_frozen_output_layer_leaves_the_bf16_loss_unchanged(t
     assert all(torch.equal(a, b) for a, b in zip(grads_before, grads_after, strict=True))
     saved = load_file(str(tmp_path / "adapter_model.safetensors"))
     assert saved and all("lora_" in name for name in saved)
+
+
+# The PAI-2 paper's plan-enhancement case as a gold plan (the format `hoprag generate` writes).
+PAYMENT = "Do both films Payment On Demand and My Cousin From Warsaw have directors from the same country?"
+PAYMENT_PLAN = [
+    {
+        "step": "Who is the director of Payment On Demand?",
+        "answer": "Curtis Bernhardt",
+        "ref": "[director of Payment On Demand]",
+    },
+    {
+        "step": "Who is the director of My Cousin From Warsaw?",
+        "answer": "Carl Boese",
+        "ref": "[director of My Cousin From Warsaw]",
+    },
+    {"step": "What country is [director of Payment On Demand] from?", "answer": "Germany", "ref": None},
+    {"step": "What country is [director of My Cousin From Warsaw] from?", "answer": "Germany", "ref": None},
+]
+
+
+def test_gold_plans_are_read_from_question_records_and_malformed_ones_refused() -> None:
+    from distillation.examples import GoldStep, gold_plan
+
+    plan = gold_plan({"plan": PAYMENT_PLAN})
+    assert plan is not None and plan[2] == GoldStep(PAYMENT_PLAN[2]["step"], "Germany")
+    assert gold_plan({}) is None and gold_plan({"plan": []}) is None and gold_plan({"plan": "1. x"}) is None
+    assert gold_plan({"plan": [{"step": "Who?", "answer": ""}]}) is None
+    # a placeholder must name an earlier step's ref
+    assert gold_plan({"plan": [PAYMENT_PLAN[2]]}) is None
+    assert gold_plan({"plan": [{"step": "Who is it?\n2. More", "answer": "x"}]}) is None
+
+
+def test_plan_and_update_targets_walk_the_gold_chain() -> None:
+    from distillation.examples import gold_plan, plan_example, update_examples
+    from hoprag.planner.parsing import parse_steps, parse_update
+
+    plan = gold_plan({"plan": PAYMENT_PLAN})
+    assert plan is not None
+    example = plan_example("k", PAYMENT, plan)
+    assert example.task == "plan" and example.prompt.endswith(f"Question: {PAYMENT}\nSteps:\n")
+    assert "Payment On Demand" not in example.prompt.split("Question:")[0]  # no worked examples
+    assert parse_steps(truncate_at_stop(example.target, ("\n\n",))[0]).value == [s.step for s in plan]
+    updates = update_examples("u", PAYMENT, "yes", plan)
+    # after steps 1 and 2 (placeholders wait in the remaining steps), none after step 3, and the last
+    assert [e.task for e in updates] == ["update"] * 3
+    first, second, last = (parse_update(truncate_at_stop(e.target, ("\n\n",))[0]).value for e in updates)
+    assert first is not None and first.remaining == [
+        "Who is the director of My Cousin From Warsaw?",
+        "What country is Curtis Bernhardt from?",
+        "What country is [director of My Cousin From Warsaw] from?",
+    ]
+    assert second is not None and second.remaining == [
+        "What country is Curtis Bernhardt from?",
+        "What country is Carl Boese from?",
+    ]
+    assert last is not None and last.final_answer == "yes"
+    # the findings shown are the steps as rewritten so far, with their gold answers
+    assert "3. What country is Curtis Bernhardt from? -> Germany" in updates[2].prompt
+    assert "Remaining:\n(none)" in updates[2].prompt
+
+
+def test_the_planner_sends_a_plan_student_exactly_the_prompts_it_was_trained_on(film_kg) -> None:
+    """A student that answers only its training prompts, exactly, drives the planner to the answer:
+    the planner's student plan and update prompts are the distillation examples' prompts."""
+    from distillation.examples import gold_plan, plan_example, update_examples
+    from hoprag.llm.base import Completion, GenerationParams
+    from hoprag.planner import Planner
+    from tests.support.planner_llm import Rule, ScriptedPlannerLLM
+
+    plan = gold_plan({"plan": PAYMENT_PLAN})
+    assert plan is not None
+    taught = {
+        e.prompt: e.target
+        for e in [plan_example("k", PAYMENT, plan), *update_examples("u", PAYMENT, "yes", plan)]
+    }
+    answers = [Rule("answer", s["answer"], f"Question: {s['step']}") for s in PAYMENT_PLAN[:2]]
+    answers += [
+        Rule("answer", "Germany", "Question: What country is Curtis Bernhardt from?"),
+        Rule("answer", "Germany", "Question: What country is Carl Boese from?"),
+    ]
+
+    class TaughtStudent(ScriptedPlannerLLM):
+        student_tasks = frozenset({"plan", "update"})
+
+        def generate(self, prompts, params: GenerationParams) -> list[Completion]:
+            if params.task in self.student_tasks:
+                self.prompts += [(str(params.task), p) for p in prompts]
+                return [
+                    Completion(text=truncate_at_stop(taught.get(p, "???"), params.stop)[0]) for p in prompts
+                ]
+            return super().generate(prompts, params)
+
+    llm = TaughtStudent(answers)
+    result = Planner(film_kg, llm).answer(PAYMENT)
+    assert [k for k in llm.kinds() if k in ("plan", "update")] == ["plan", "update", "update", "update"]
+    assert all(p in taught for k, p in llm.prompts if k in ("plan", "update"))
+    assert result.answer == "yes"
+    assert [s.query for s in result.steps][2:] == [
+        "What country is Curtis Bernhardt from?",
+        "What country is Carl Boese from?",
+    ]
+
+
+def test_plan_and_update_examples_come_from_the_generators_gold_plans() -> None:
+    from distillation.teacher import TeacherReport, plan_examples
+    from hoprag.data.synthetic import SAMPLE_CONFIG, generate
+
+    questions = generate(SAMPLE_CONFIG).train
+    config = DistillConfig(tasks=["plan", "update"])
+    report = TeacherReport()
+    examples = plan_examples([*questions, {"question": "Who?", "answer": "x"}], config, report)
+    assert report.plans == len(questions) and report.plans_skipped == 1
+    plans = [e for e in examples if e.task == "plan"]
+    updates = [e for e in examples if e.task == "update"]
+    assert len(plans) == len(questions)
+    # every question ends with one final-answer update; chains add one per placeholder-waiting step
+    finals = [e for e in updates if e.target.startswith("Final answer: ")]
+    assert len(finals) == len(questions) < len(updates)
+    only_plan = plan_examples(questions, DistillConfig(tasks=["plan"]), TeacherReport())
+    assert {e.task for e in only_plan} == {"plan"}
+    with pytest.raises(ValueError, match="gold search plan"):
+        plan_examples([{"question": "Who?", "answer": "x"}], config, TeacherReport())

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.judge import judge_prompt
-from hoprag.extraction.prompts import ner_prompt, openie_prompt
+from hoprag.extraction.prompts import STUDENT_PROMPT_VERSION, ner_prompt, openie_prompt
 from hoprag.llm.adapters import AdapterError, adapter_fingerprint, read_student_meta
 from hoprag.llm.base import GenerationParams, PromptSpec, adapter_applies, uses_student_prompt
 from hoprag.llm.embedded import EmbeddedLLMConfig, embedded_model_id
@@ -57,6 +57,19 @@ def test_unusable_adapter_directories_are_clear_errors(tmp_path) -> None:
     with pytest.raises(AdapterError, match="not valid JSON"):
         read_student_meta(broken)
     assert read_student_meta(_adapter(tmp_path / "plain")) == {}  # a PEFT adapter made elsewhere
+
+
+def test_a_planner_student_of_other_planner_prompts_gets_the_base_plan_and_update_prompts(tmp_path) -> None:
+    from hoprag.llm.adapters import student_tasks
+
+    tasks = ["answer", "plan", "update"]
+    adapter = _adapter(tmp_path / "now", tasks=tasks)
+    versions = {"student": STUDENT_PROMPT_VERSION, "planner": P.PLANNER_PROMPT_VERSION}
+    (adapter / "student.json").write_text(json.dumps({"tasks": tasks, "prompt_versions": versions}))
+    assert student_tasks(adapter) == set(tasks)
+    old = {**versions, "planner": "pai2-v0"}
+    (adapter / "student.json").write_text(json.dumps({"tasks": tasks, "prompt_versions": old}))
+    assert student_tasks(adapter) == {"answer"}  # its plan/update prompts would not be the ones it learnt
 
 
 def test_student_tasks_are_known_without_loading_the_model(tmp_path) -> None:
