@@ -74,6 +74,19 @@ class AnswerTaskSettings(StrictModel):
     )
 
 
+class UpdateTaskSettings(StrictModel):
+    """The ``update`` task: the planner's plan-update prompt along each question's gold plan."""
+
+    unknown_fraction: float = Field(
+        default=0.2,
+        ge=0,
+        lt=1,
+        description="Share of questions where one step that later steps need found nothing ('unknown'); "
+        "the target then rewrites that step's placeholder as the plain description, a question that "
+        "still names what to search for (a small model's steps often find nothing).",
+    )
+
+
 class DistillOptim(StrictModel):
     max_steps: int = Field(default=400, ge=1, description="Optimizer steps in all.")
     batch_size: int = Field(default=4, ge=1, description="Examples per worker per step.")
@@ -116,6 +129,7 @@ class DistillConfig(StrictModel):
         default=None, ge=1, description="Use the first N questions (ner and answer tasks)."
     )
     answer: AnswerTaskSettings = Field(default_factory=AnswerTaskSettings)
+    update: UpdateTaskSettings = Field(default_factory=UpdateTaskSettings)
     held_out_fraction: float = Field(
         default=0.1, ge=0, lt=1, description="Examples held out (by a hash of their input) for the metrics."
     )

@@ -153,19 +153,26 @@ def plan_example(key: str, question: str, plan: Sequence[GoldStep]) -> StudentEx
     return StudentExample(TASK_PLAN, key, str(prompt), numbered([s.step for s in plan]) + "\n\n")
 
 
-def update_examples(key: str, question: str, answer: str, plan: Sequence[GoldStep]) -> list[StudentExample]:
+def update_examples(
+    key: str, question: str, answer: str, plan: Sequence[GoldStep], unknown_step: int | None = None
+) -> list[StudentExample]:
     """The planner's update prompts along the gold plan, as a planner whose every step found its gold
     answer would send them (``skip_needless_updates``: after a step only while a remaining step names a
     ``[placeholder]``, and after the last step): the targets rewrite the remaining steps with the found
-    answers in place of their placeholders, and give ``Final answer: ANSWER`` after the last step."""
+    answers in place of their placeholders, and give ``Final answer: ANSWER`` after the last step.
+
+    ``unknown_step``: that step (one whose answer later steps need) found nothing; its finding is
+    ``unknown`` and the rewrite replaces its placeholder by the description itself ("Who directed the
+    film written by X?"), a question that still names what to search for, instead of a name."""
     current = [s.step for s in plan]
     filled: dict[str, str] = {}
     found: list[tuple[str, str]] = []
     examples: list[StudentExample] = []
     for k, step in enumerate(plan):
-        found.append((current[k], step.answer))
+        unknown = k == unknown_step and step.ref is not None
+        found.append((current[k], UNKNOWN if unknown else step.answer))
         if step.ref is not None:
-            filled[step.ref] = step.answer
+            filled[step.ref] = step.ref[1:-1] if unknown else step.answer
         remaining = current[k + 1 :]
         if remaining and not any(PLACEHOLDER.search(r) for r in remaining):
             continue

@@ -147,7 +147,11 @@ def plan_examples(
         if TASK_PLAN in config.tasks:
             examples.append(plan_example(key, text, plan))
         if TASK_UPDATE in config.tasks:
-            examples += update_examples(content_hash(TASK_UPDATE, text), text, answer, plan)
+            update_key = content_hash(TASK_UPDATE, text)
+            rng = random.Random(update_key)
+            needed = [k for k, step in enumerate(plan) if step.ref is not None]
+            unknown = rng.choice(needed) if needed and rng.random() < config.update.unknown_fraction else None
+            examples += update_examples(update_key, text, answer, plan, unknown)
     if report.plans == 0:
         raise ValueError(
             f"tasks {[t for t in config.tasks if t in (TASK_PLAN, TASK_UPDATE)]} need questions with a gold "

@@ -440,6 +440,11 @@ def test_plan_and_update_targets_walk_the_gold_chain() -> None:
     # the findings shown are the steps as rewritten so far, with their gold answers
     assert "3. What country is Curtis Bernhardt from? -> Germany" in updates[2].prompt
     assert "Remaining:\n(none)" in updates[2].prompt
+    # a needed step that found nothing: its placeholder becomes the plain description, still a question
+    lost = update_examples("u", PAYMENT, "yes", plan, unknown_step=0)
+    assert "1. Who is the director of Payment On Demand? -> unknown" in lost[0].prompt
+    assert "3. What country is director of Payment On Demand from?" in lost[0].target
+    assert lost[-1].target == "Final answer: yes\n\n" and len(lost) == 3
 
 
 def test_the_planner_sends_a_plan_student_exactly_the_prompts_it_was_trained_on(film_kg) -> None:
@@ -499,6 +504,10 @@ def test_plan_and_update_examples_come_from_the_generators_gold_plans() -> None:
     # every question ends with one final-answer update; chains add one per placeholder-waiting step
     finals = [e for e in updates if e.target.startswith("Final answer: ")]
     assert len(finals) == len(questions) < len(updates)
+    lost = [e for e in updates if "-> unknown" in e.prompt]
+    assert 0 < len({e.prompt.split("Found:")[0] for e in lost}) < len(questions) / 2  # ~20% of questions
+    exact = DistillConfig(tasks=["update"], update={"unknown_fraction": 0.0})
+    assert not [e for e in plan_examples(questions, exact, TeacherReport()) if "-> unknown" in e.prompt]
     only_plan = plan_examples(questions, DistillConfig(tasks=["plan"]), TeacherReport())
     assert {e.task for e in only_plan} == {"plan"}
     with pytest.raises(ValueError, match="gold search plan"):
