@@ -213,7 +213,8 @@ def read_questions(path: Path, problems: Counter[str] | None = None) -> list[dic
     ``supporting_facts`` (older; titles or HotpotQA ``[title, sent_id]`` pairs), else the document
     part of ``target_nodes`` (processed stage1 questions). ``start_nodes`` (processed stage1
     questions: ``{node type: [names]}``) is kept, as ``start_nodes``, for use as question seeds.
-    Other scalar fields are kept in ``metadata``.
+    A gold search plan (``plan``: a list of ``{step, answer, ref}``, as ``hoprag generate`` writes it)
+    is kept as ``plan``. Other scalar fields are kept in ``metadata``.
     """
     problems = problems if problems is not None else Counter()
     rows = _load_json(path, problems)
@@ -251,5 +252,7 @@ def read_questions(path: Path, problems: Counter[str] | None = None) -> list[dic
         }
         if start_nodes is not None:
             question["start_nodes"] = start_nodes
+        if isinstance(row.get("plan"), list):
+            question["plan"] = row["plan"]  # a gold search plan, for `hoprag distill`'s planner tasks
         out.append(question)
     return out

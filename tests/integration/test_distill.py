@@ -128,3 +128,34 @@ def test_distill_survives_a_killed_worker_and_the_adapter_changes_the_embedded_m
     assert again["teacher"]["asked_now"] == 0 and again["teacher"]["from_cache"] == 18
     assert again["student"]["metrics"]["resumed_from_step"] == 8 and again["student"]["steps"] == 10
     assert len((run / "attempts.jsonl").read_text().splitlines()) == len(attempts) + 1
+
+
+def test_planner_tasks_are_taught_from_gold_plans_without_asking_the_teacher(
+    tmp_path, tiny_base, ray_cluster
+) -> None:
+    """``plan`` and ``update`` alone: every example comes from the sample's gold plans (the teacher
+    LLM is never asked), student.json records the planner prompts, and the planner's student plan
+    prompt goes through the adapter."""
+    from hoprag.llm.embedded import EmbeddedLLM, EmbeddedLLMConfig
+    from hoprag.planner.prompts import PLANNER_PROMPT_VERSION, plan_prompt
+
+    config = _config(tiny_base, ray_cluster, 4).model_copy(update={"tasks": ["plan", "update"]})
+    summary = run_distillation(SAMPLE, tmp_path / "run", config)
+    teacher, student = summary["teacher"], summary["student"]
+    assert teacher["asked_now"] == 0 and teacher["passages"] == 0 and teacher["plans"] == 10
+    assert (
+        student["tasks"] == ["plan", "update"]
+        and student["prompt_versions"]["planner"] == PLANNER_PROMPT_VERSION
+    )
+    plans = student["examples"]["train"] + student["examples"]["held_out"]
+    assert plans > 20  # one plan and at least one update per question
+    distilled = EmbeddedLLM(
+        EmbeddedLLMConfig(model_path=str(tiny_base), dtype="float32", adapter=summary["adapter"])
+    )
+    base = EmbeddedLLM(EmbeddedLLMConfig(model_path=str(tiny_base), dtype="float32"))
+    assert distilled.student_tasks == {"plan", "update"}
+    spec = plan_prompt("Which film did Wike Micluther write?", "completion", student=True)
+    assert (
+        base.generate([spec.prompt], spec.params)[0].text
+        != distilled.generate([spec.prompt], spec.params)[0].text
+    )

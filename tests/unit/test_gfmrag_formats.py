@@ -74,6 +74,7 @@ def test_supporting_documents_and_supporting_facts(tmp_path: Path) -> None:
                 "type": "bridge",
                 "hops": 2,
                 "question_decomposition": [{"q": "x"}],
+                "plan": [{"step": "Which country has the capital Paris?", "answer": "France", "ref": None}],
             },
             {"id": "old", "question": "Q?", "supporting_facts": [["Paris", 0], ["Paris", 3]]},
             {  # a processed stage1 question: seeds and targets by node type
@@ -88,7 +89,8 @@ def test_supporting_documents_and_supporting_facts(tmp_path: Path) -> None:
     assert new["supporting_facts"] == ["France", "Paris"]
     assert new["answer_aliases"] == ["City of Paris"]
     assert new["metadata"] == {"type": "bridge", "hops": 2}
-    assert "start_nodes" not in new
+    assert "start_nodes" not in new and "plan" not in old
+    assert new["plan"][0]["answer"] == "France"  # a gold search plan is kept (distillation's planner tasks)
     assert old["supporting_facts"] == ["Paris"]
     assert stage1["supporting_facts"] == ["France"]  # from target_nodes when no supporting field
     assert stage1["start_nodes"] == {"entity": ["capital"]}
