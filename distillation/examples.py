@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from distillation.config import AnswerTaskSettings
 from hoprag.extraction.prompts import ner_prompt, openie_prompt
 from hoprag.llm.base import TASK_ANSWER, TASK_NER, TASK_OPENIE, TASK_PLAN, TASK_UPDATE
-from hoprag.planner.prompts import PLACEHOLDER, UNKNOWN, answer_prompt, numbered, plan_prompt, update_prompt
+from hoprag.planner.gold import GoldStep, update_states
+from hoprag.planner.prompts import UNKNOWN, answer_prompt, numbered, plan_prompt, update_prompt
 from hoprag.text import content_hash
 from indexing.config import ExtractionConfig
 from indexing.extract import ExtractionRecord, split_passages
@@ -112,40 +113,6 @@ def answer_example(
     return StudentExample(TASK_ANSWER, key, str(prompt.prompt), f" {target}\n")
 
 
-@dataclass(frozen=True)
-class GoldStep:
-    """One step of a question's gold plan (a question record's ``plan``, written by ``hoprag generate``):
-    a one-hop question, what it finds, and the ``[placeholder]`` later steps name that answer by."""
-
-    step: str
-    answer: str
-    ref: str | None = None
-
-
-def gold_plan(record: dict[str, object]) -> list[GoldStep] | None:
-    """A question record's gold plan, or ``None`` when it has none or it is malformed (a step without
-    text or answer, a placeholder that names no earlier step)."""
-    raw = record.get("plan")
-    if not isinstance(raw, list) or not raw:
-        return None
-    steps: list[GoldStep] = []
-    refs: set[str] = set()
-    for item in raw:
-        if not isinstance(item, dict):
-            return None
-        step, answer, ref = (
-            str(item.get("step") or "").strip(),
-            str(item.get("answer") or "").strip(),
-            item.get("ref"),
-        )
-        if not step or not answer or "\n" in step or any(p not in refs for p in PLACEHOLDER.findall(step)):
-            return None
-        if ref is not None:
-            refs.add(str(ref))
-        steps.append(GoldStep(step, answer, None if ref is None else str(ref)))
-    return steps
-
-
 def plan_example(key: str, question: str, plan: Sequence[GoldStep]) -> StudentExample:
     """The planner's plan prompt for one question, continued by its gold steps (numbered lines, then
     the blank line that stops the prompt)."""
@@ -156,33 +123,17 @@ def plan_example(key: str, question: str, plan: Sequence[GoldStep]) -> StudentEx
 def update_examples(
     key: str, question: str, answer: str, plan: Sequence[GoldStep], unknown_step: int | None = None
 ) -> list[StudentExample]:
-    """The planner's update prompts along the gold plan, as a planner whose every step found its gold
-    answer would send them (``skip_needless_updates``: after a step only while a remaining step names a
-    ``[placeholder]``, and after the last step): the targets rewrite the remaining steps with the found
-    answers in place of their placeholders, and give ``Final answer: ANSWER`` after the last step.
-
-    ``unknown_step``: that step (one whose answer later steps need) found nothing; its finding is
-    ``unknown`` and the rewrite replaces its placeholder by the description itself ("Who directed the
-    film written by X?"), a question that still names what to search for, instead of a name."""
-    current = [s.step for s in plan]
-    filled: dict[str, str] = {}
-    found: list[tuple[str, str]] = []
-    examples: list[StudentExample] = []
-    for k, step in enumerate(plan):
-        unknown = k == unknown_step and step.ref is not None
-        found.append((current[k], UNKNOWN if unknown else step.answer))
-        if step.ref is not None:
-            filled[step.ref] = step.ref[1:-1] if unknown else step.answer
-        remaining = current[k + 1 :]
-        if remaining and not any(PLACEHOLDER.search(r) for r in remaining):
-            continue
-        if remaining:
-            rewritten = [PLACEHOLDER.sub(lambda m: filled.get(m.group(0), m.group(0)), r) for r in remaining]
-            target = numbered(rewritten, k + 2)
-            current = current[: k + 1] + rewritten
+    """The planner's update prompts along the gold plan (:func:`hoprag.planner.gold.update_states`),
+    each continued by its right output: the remaining steps rewritten with the found answers in place
+    of their placeholders (numbered as the planner numbers them), or ``Final answer: ANSWER`` after
+    the last step."""
+    examples = []
+    for state in update_states(plan, answer, unknown_step):
+        if state.final_answer is not None:
+            target = f"Final answer: {state.final_answer}"
         else:
-            target = f"Final answer: {answer}"
-        prompt = update_prompt(question, found, remaining, "completion", student=True).prompt
+            target = numbered(state.rewritten, len(state.found) + 1)
+        prompt = update_prompt(question, state.found, state.remaining, "completion", student=True).prompt
         examples.append(StudentExample(TASK_UPDATE, key, str(prompt), target + "\n\n"))
     return examples
 

@@ -21,7 +21,6 @@ from distillation.examples import (
     ContextDocument,
     StudentExample,
     answer_example,
-    gold_plan,
     ner_example,
     openie_example,
     plan_example,
@@ -30,6 +29,7 @@ from distillation.examples import (
 )
 from hoprag.linking.linker import normalize_question
 from hoprag.llm.base import TASK_ANSWER, TASK_NER, TASK_OPENIE, TASK_PLAN, TASK_UPDATE
+from hoprag.planner.gold import gold_plan
 from hoprag.text import content_hash
 from indexing.config import IndexConfig
 from indexing.corpus import Document

@@ -13,6 +13,7 @@ BENCHMARKS = {
     "index": ("indexing.bench", "run_index_benchmark"),
     "train": ("training.bench", "run_train_benchmark"),
     "plan": ("evaluation.planner_bench", "run_plan_benchmark"),
+    "steps": ("evaluation.steps_bench", "run_steps_benchmark"),
     "serve": ("serving.bench", "run_serve_benchmark"),
     "update": ("serving.update_bench", "run_update_benchmark"),
     "eval": ("evaluation.bench", "run_eval_benchmark"),
@@ -25,6 +26,7 @@ BENCHMARKS = {
 def register(sub: argparse._SubParsersAction) -> None:
     from evaluation.bench import add_arguments as add_eval_bench_arguments
     from evaluation.planner_bench import add_arguments as add_plan_bench_arguments
+    from evaluation.steps_bench import add_arguments as add_steps_bench_arguments
     from indexing.search_bench import add_arguments as add_search_bench_arguments
     from serving.bench import add_arguments as add_serve_bench_arguments
     from serving.graph_bench import add_arguments as add_graph_bench_arguments
@@ -106,6 +108,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     bp = bsub.add_parser("plan", help="planner cost per question: paper-like calls vs hoprag's, same run")
     add_plan_bench_arguments(bp)
     add_config_args(bp)
+    bst = bsub.add_parser(
+        "steps",
+        help="the planner's plan and update prompts against a generated benchmark's gold search plans, "
+        "several LLMs in one run",
+    )
+    add_steps_bench_arguments(bst)
+    add_config_args(bst)
     bt = bsub.add_parser(
         "train",
         help="GLM/GNN training throughput (1 vs 2 workers), retrieval latency (by subgraph size and by "

@@ -402,7 +402,7 @@ PAYMENT_PLAN = [
 
 
 def test_gold_plans_are_read_from_question_records_and_malformed_ones_refused() -> None:
-    from distillation.examples import GoldStep, gold_plan
+    from hoprag.planner.gold import GoldStep, gold_plan
 
     plan = gold_plan({"plan": PAYMENT_PLAN})
     assert plan is not None and plan[2] == GoldStep(PAYMENT_PLAN[2]["step"], "Germany")
@@ -414,7 +414,8 @@ def test_gold_plans_are_read_from_question_records_and_malformed_ones_refused() 
 
 
 def test_plan_and_update_targets_walk_the_gold_chain() -> None:
-    from distillation.examples import gold_plan, plan_example, update_examples
+    from distillation.examples import plan_example, update_examples
+    from hoprag.planner.gold import gold_plan
     from hoprag.planner.parsing import parse_steps, parse_update
 
     plan = gold_plan({"plan": PAYMENT_PLAN})
@@ -450,9 +451,10 @@ def test_plan_and_update_targets_walk_the_gold_chain() -> None:
 def test_the_planner_sends_a_plan_student_exactly_the_prompts_it_was_trained_on(film_kg) -> None:
     """A student that answers only its training prompts, exactly, drives the planner to the answer:
     the planner's student plan and update prompts are the distillation examples' prompts."""
-    from distillation.examples import gold_plan, plan_example, update_examples
+    from distillation.examples import plan_example, update_examples
     from hoprag.llm.base import Completion, GenerationParams
     from hoprag.planner import Planner
+    from hoprag.planner.gold import gold_plan
     from tests.support.planner_llm import Rule, ScriptedPlannerLLM
 
     plan = gold_plan({"plan": PAYMENT_PLAN})

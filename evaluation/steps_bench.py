@@ -1,0 +1,212 @@
+"""``hoprag bench steps``: an LLM's plans and plan updates against a benchmark's gold search plans.
+
+For each test question with a gold plan (``hoprag generate`` writes one, ``hoprag.planner.gold``),
+each system gets the planner's plan prompt and, along the gold plan, every update prompt a planner
+whose steps found their gold answers would send (the planner's own prompt builders: the student
+prompts for a student trained on the task, the few-shot ones otherwise). Scored per system:
+
+* ``plan_exact``: the parsed steps equal the gold steps (case and punctuation aside);
+* ``steps_right``: as many steps as the gold plan; ``placeholders_right``: the same steps wait on an
+  earlier answer (name a ``[placeholder]``);
+* ``update_right``: the parsed update equals the right one (the same final answer, or the same
+  rewritten remaining steps).
+
+Broken down by hops (2 vs 3-4) and by whether the question's domain is held out of the benchmark's
+training side. Wording other than the gold's counts as wrong here even when a planner could use it:
+these are agreement rates with one correct plan, a floor for plan quality.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from hoprag.config import StrictModel
+from hoprag.llm.factory import LLMBackendConfig
+
+
+class BenchInputError(ValueError):
+    """A benchmark directory or question file this bench cannot use (the user's to fix)."""
+
+
+class StepsBenchConfig(StrictModel):
+    """Systems to compare (``--config FILE``, ``--set systems.NAME.KEY=VALUE``)."""
+
+    systems: dict[str, LLMBackendConfig] = Field(
+        default_factory=lambda: {
+            "student": LLMBackendConfig(),
+            "base": LLMBackendConfig.model_validate({"embedded": {"adapter": None}}),
+        },
+        description="LLM backend config per system name. Defaults: 'student' (the embedded default) and "
+        "'base' (the same model without an adapter, few-shot prompts). --llm-config NAME=FILE or "
+        "--set systems.NAME.KEY=VALUE adds one (e.g. a student distilled with the plan and update tasks).",
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--benchmark", type=Path, required=True, help="a `hoprag generate` output directory")
+    parser.add_argument("--split", default="test", help="question file raw/SPLIT.json (default: test)")
+    parser.add_argument("--questions", type=int, default=60, help="the first N questions with a gold plan")
+    parser.add_argument(
+        "--llm-config",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="add system NAME from a YAML LLM backend config (or a file with an 'llm' section); repeatable",
+    )
+    parser.add_argument("--workdir", type=Path, default=Path("runs/bench-steps"), help="per-question rows")
+    parser.add_argument("--json", action="store_true", help="one line of JSON")
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\W+", " ", text.lower()).strip()
+
+
+def load_questions(benchmark: Path, split: str, limit: int) -> tuple[list[dict[str, Any]], set[str]]:
+    """The first ``limit`` questions of ``split`` that have a usable gold plan, and the benchmark's
+    held-out domains (none when its world.json does not say)."""
+    from hoprag.planner.gold import gold_plan
+
+    raw = benchmark / "raw" if (benchmark / "raw").is_dir() else benchmark
+    path = raw / f"{split}.json"
+    if not path.is_file():
+        raise BenchInputError(f"{path}: no such question file (is {benchmark} a `hoprag generate` output?)")
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    questions = [q for q in rows if isinstance(q, dict) and gold_plan(q) is not None][:limit]
+    if not questions:
+        raise BenchInputError(
+            f"{path}: no question has a gold plan (regenerate it with this `hoprag generate`)"
+        )
+    world = raw / "world.json"
+    config = json.loads(world.read_text(encoding="utf-8")).get("config", {}) if world.is_file() else {}
+    return questions, set(config.get("held_out_domains") or [])
+
+
+def score_system(llm: Any, questions: Sequence[dict[str, Any]], held_out_domains: set[str]) -> dict[str, Any]:
+    """Plan and update agreement of ``llm`` with the questions' gold plans (module docstring)."""
+    from hoprag.llm.base import TASK_PLAN, TASK_UPDATE, uses_student_prompt
+    from hoprag.planner.gold import gold_plan, update_states
+    from hoprag.planner.parsing import parse_steps, parse_update
+    from hoprag.planner.prompts import PLACEHOLDER, plan_prompt, update_prompt
+
+    style = llm.prompt_style
+    plan_student = uses_student_prompt(llm, TASK_PLAN)
+    update_student = uses_student_prompt(llm, TASK_UPDATE)
+    rows = []
+    started = time.perf_counter()
+    for q in questions:
+        plan = gold_plan(q)
+        assert plan is not None  # load_questions keeps only those
+        spec = plan_prompt(q["question"], style, student=plan_student)
+        output = llm.generate([spec.prompt], spec.params)[0].text
+        steps = parse_steps(output).value or []
+        gold = [s.step for s in plan]
+        updates_right = 0
+        states = update_states(plan, str(q.get("answer", "")))
+        for state in states:
+            spec = update_prompt(q["question"], state.found, state.remaining, style, student=update_student)
+            got = parse_update(llm.generate([spec.prompt], spec.params)[0].text).value
+            if got is None:
+                continue
+            if state.final_answer is not None:
+                updates_right += got.final_answer is not None and _norm(got.final_answer) == _norm(
+                    state.final_answer
+                )
+            else:
+                updates_right += [_norm(s) for s in got.remaining or []] == [
+                    _norm(s) for s in state.rewritten
+                ]
+        rows.append(
+            {
+                "id": q.get("id"),
+                "hops": q.get("hops"),
+                "held_out_domain": q.get("domain") in held_out_domains,
+                "plan_exact": [_norm(s) for s in steps] == [_norm(s) for s in gold],
+                "steps_right": len(steps) == len(gold),
+                "placeholders_right": [bool(PLACEHOLDER.search(s)) for s in steps]
+                == [bool(PLACEHOLDER.search(s)) for s in gold],
+                "updates": len(states),
+                "updates_right": updates_right,
+                "plan_output": output,
+            }
+        )
+    return {"seconds": round(time.perf_counter() - started, 1), "summary": summarize(rows), "rows": rows}
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The agreement rates over ``rows``, overall and by hops and held-out domain: ``[rate, n]``."""
+
+    def rates(chosen: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        if not chosen:
+            return {"questions": 0}
+        updates = sum(r["updates"] for r in chosen)
+        return {
+            "questions": len(chosen),
+            "plan_exact": round(statistics.fmean(r["plan_exact"] for r in chosen), 3),
+            "steps_right": round(statistics.fmean(r["steps_right"] for r in chosen), 3),
+            "placeholders_right": round(statistics.fmean(r["placeholders_right"] for r in chosen), 3),
+            "update_right": round(sum(r["updates_right"] for r in chosen) / updates, 3) if updates else None,
+        }
+
+    return {
+        "all": rates(rows),
+        "2 hops": rates([r for r in rows if r["hops"] == 2]),
+        "3-4 hops": rates([r for r in rows if (r["hops"] or 0) >= 3]),
+        "held-out domain": rates([r for r in rows if r["held_out_domain"]]),
+        "training domains": rates([r for r in rows if not r["held_out_domain"]]),
+    }
+
+
+def run_steps_benchmark(args: argparse.Namespace) -> int:
+    from hoprag.config import ConfigError, load_config, read_yaml_mapping
+    from hoprag.llm.factory import build_llm
+    from hoprag.machine import machine_description
+
+    base: dict[str, Any] = {}
+    for item in args.llm_config:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ConfigError(f"--llm-config takes NAME=FILE, got {item!r}")
+        mapping = read_yaml_mapping(path, "LLM config file")
+        base.setdefault("systems", dict(StepsBenchConfig().model_dump(mode="json")["systems"]))
+        base["systems"][name] = mapping.get("llm", mapping)
+    config = load_config(StepsBenchConfig, args.config, args.overrides, base=base or None)
+    questions, held_out = load_questions(args.benchmark, args.split, args.questions)
+    results: dict[str, Any] = {}
+    for name, llm_config in config.systems.items():
+        llm = build_llm(llm_config)
+        results[name] = {"model": llm.model_id, **score_system(llm, questions, held_out)}
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    (args.workdir / "steps-bench.json").write_text(json.dumps(results, indent=1))
+    report = {
+        "machine": machine_description(),
+        "benchmark": str(args.benchmark),
+        "split": args.split,
+        "systems": {
+            n: {"model": r["model"], "seconds": r["seconds"], **r["summary"]} for n, r in results.items()
+        },
+    }
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    print(f"{report['machine']}\n{len(questions)} {args.split} questions of {args.benchmark} with gold plans")
+    print("system | part | questions | plan exact | steps right | placeholders right | updates right")
+    for name, r in report["systems"].items():
+        for part in ("all", "2 hops", "3-4 hops", "training domains", "held-out domain"):
+            s = r[part]
+            if s["questions"]:
+                print(
+                    f"{name} | {part} | {s['questions']} | {s['plan_exact']} | {s['steps_right']} | "
+                    f"{s['placeholders_right']} | {s['update_right']}"
+                )
+        print(f"{name}: {r['model']}, {r['seconds']} s")
+    print(f"per-question rows: {args.workdir / 'steps-bench.json'}")
+    return 0
