@@ -90,8 +90,13 @@ def load_questions(benchmark: Path, split: str, limit: int) -> tuple[list[dict[s
     return questions, set(config.get("held_out_domains") or [])
 
 
-def score_system(llm: Any, questions: Sequence[dict[str, Any]], held_out_domains: set[str]) -> dict[str, Any]:
-    """Plan and update agreement of ``llm`` with the questions' gold plans (module docstring)."""
+def score_system(
+    llm: Any, questions: Sequence[dict[str, Any]], held_out_domains: set[str], label: str = "questions"
+) -> dict[str, Any]:
+    """Plan and update agreement of ``llm`` with the questions' gold plans (module docstring);
+    a progress bar named ``label`` on stderr."""
+    from tqdm import tqdm
+
     from hoprag.llm.base import TASK_PLAN, TASK_UPDATE, uses_student_prompt
     from hoprag.planner.gold import gold_plan, update_states
     from hoprag.planner.parsing import parse_steps, parse_update
@@ -102,7 +107,7 @@ def score_system(llm: Any, questions: Sequence[dict[str, Any]], held_out_domains
     update_student = uses_student_prompt(llm, TASK_UPDATE)
     rows = []
     started = time.perf_counter()
-    for q in questions:
+    for q in tqdm(questions, desc=label, unit="q"):
         plan = gold_plan(q)
         assert plan is not None  # load_questions keeps only those
         spec = plan_prompt(q["question"], style, student=plan_student)
@@ -183,7 +188,7 @@ def run_steps_benchmark(args: argparse.Namespace) -> int:
     results: dict[str, Any] = {}
     for name, llm_config in config.systems.items():
         llm = build_llm(llm_config)
-        results[name] = {"model": llm.model_id, **score_system(llm, questions, held_out)}
+        results[name] = {"model": llm.model_id, **score_system(llm, questions, held_out, label=name)}
     args.workdir.mkdir(parents=True, exist_ok=True)
     (args.workdir / "steps-bench.json").write_text(json.dumps(results, indent=1))
     report = {
