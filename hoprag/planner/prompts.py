@@ -156,7 +156,8 @@ def _spec(
     name: str,
 ) -> PromptSpec:
     """A completion transcript (task, shots, instance) or a chat exchange with the same content;
-    ``name`` is the task's name in :attr:`GenerationParams.task`."""
+    ``name`` is the task's name in :attr:`GenerationParams.task`. A distilled student's prompt is the
+    completion transcript without shots."""
     if style == "completion":
         prompt = task + "\n\n" + "\n\n".join([*shots, instance])
         params = GenerationParams(max_new_tokens, 0.0, stop, stop_on_repeated_line=True, task=name)
@@ -179,8 +180,7 @@ def plan_prompt(
     instance = f"Question: {question}\nSteps:\n"
     stop = ("\n\n", "Question:")
     if student:
-        params = GenerationParams(max_new_tokens, 0.0, stop, stop_on_repeated_line=True, task=TASK_PLAN)
-        return PromptSpec(f"{_PLAN_TASK}\n\n{instance}", params, "lines")
+        return _spec("completion", _PLAN_TASK, [], instance, max_new_tokens, stop, TASK_PLAN)
     shots = [f"Question: {q}\nSteps:\n{numbered(steps)}" for q, steps in _PLAN_SHOTS]
     return _spec(style, _PLAN_TASK, shots, instance, max_new_tokens, stop, TASK_PLAN)
 
@@ -229,8 +229,7 @@ def update_prompt(
     instance = block(question, found, remaining) + "\n"
     stop = ("\n\n", "Question:")
     if student:
-        params = GenerationParams(max_new_tokens, 0.0, stop, stop_on_repeated_line=True, task=TASK_UPDATE)
-        return PromptSpec(f"{_UPDATE_TASK}\n\n{instance}", params, "lines")
+        return _spec("completion", _UPDATE_TASK, [], instance, max_new_tokens, stop, TASK_UPDATE)
     shots = [f"{block(q, f, r)}\n{out}" for q, f, r, out in _UPDATE_SHOTS]
     return _spec(style, _UPDATE_TASK, shots, instance, max_new_tokens, stop, TASK_UPDATE)
 
