@@ -171,18 +171,14 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_steps_benchmark(args: argparse.Namespace) -> int:
-    from hoprag.config import ConfigError, load_config, read_yaml_mapping
-    from hoprag.llm.factory import build_llm
+    from hoprag.config import load_config
+    from hoprag.llm.factory import build_llm, read_llm_config_args
     from hoprag.machine import machine_description
 
     base: dict[str, Any] = {}
-    for item in args.llm_config:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise ConfigError(f"--llm-config takes NAME=FILE, got {item!r}")
-        mapping = read_yaml_mapping(path, "LLM config file")
-        base.setdefault("systems", dict(StepsBenchConfig().model_dump(mode="json")["systems"]))
-        base["systems"][name] = mapping.get("llm", mapping)
+    added = read_llm_config_args(args.llm_config)
+    if added:  # beside the default systems
+        base["systems"] = {**StepsBenchConfig().model_dump(mode="json")["systems"], **added}
     config = load_config(StepsBenchConfig, args.config, args.overrides, base=base or None)
     questions, held_out = load_questions(args.benchmark, args.split, args.questions)
     results: dict[str, Any] = {}

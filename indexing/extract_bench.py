@@ -390,15 +390,9 @@ def build_config(
             base.update(read_yaml_mapping(config_file, "config file"))
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
-    for item in llm_configs:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise ConfigError(f"--llm-config takes NAME=FILE, got {item!r}")
-        try:
-            mapping = read_yaml_mapping(path, "LLM config file")
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from exc
-        base.setdefault("systems", {})[name] = mapping.get("llm", mapping)
+    from hoprag.llm.factory import read_llm_config_args
+
+    base.setdefault("systems", {}).update(read_llm_config_args(llm_configs))
     return load_config(ExtractBenchConfig, None, overrides, base=base)
 
 

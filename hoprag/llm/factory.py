@@ -122,3 +122,22 @@ class LazyLLM:
     ) -> Iterator[StreamItem]:
         """The backend's stream (one delta with the whole completion if it cannot stream)."""
         return stream_completion(self.get(), prompt, params, cancel)
+
+
+def read_llm_config_args(items: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Benchmarks' ``--llm-config NAME=FILE`` arguments → ``{NAME: LLM backend mapping}``. A file is an
+    LLM backend mapping, or a mapping with an ``llm`` section (an indexing config, for example).
+    Raises :class:`~hoprag.config.ConfigError` on a malformed argument or an unreadable file."""
+    from hoprag.config import ConfigError, read_yaml_mapping
+
+    systems: dict[str, dict[str, Any]] = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ConfigError(f"--llm-config takes NAME=FILE, got {item!r}")
+        try:
+            mapping = read_yaml_mapping(path, "LLM config file")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+        systems[name] = mapping.get("llm", mapping)
+    return systems
