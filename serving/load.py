@@ -105,7 +105,9 @@ def _tally(outcomes: Sequence[Outcome]) -> tuple[list[float], dict[str, int]]:
 def closed_loop(
     base: str, questions: Sequence[str], concurrency: int, seconds: float, *, top_k: int | None = 5
 ) -> dict[str, Any]:
-    """``concurrency`` clients cycling ``questions`` back to back for ``seconds``.
+    """``concurrency`` clients cycling ``questions`` back to back for ``seconds``; every client
+    sends at least one request, however late it starts (a busy machine can take longer than a short
+    window to set up a client, and a window with no request measures nothing).
 
     Returns answered ``requests``, ``errors`` (count per other status), ``qps`` of answered
     requests over the wall time, and ``p50_ms``/``p95_ms``/``p99_ms`` of their latency.
@@ -118,11 +120,13 @@ def closed_loop(
         # Client k asks questions k, k + concurrency, ...: together they cycle the list in order.
         i = offset
         with httpx.Client(timeout=120) as client:
-            while time.monotonic() < stop:
+            while True:
                 outcome = _ask(client, base, questions[i % len(questions)], top_k)
                 with lock:
                     outcomes.append(outcome)
                 i += concurrency
+                if time.monotonic() >= stop:
+                    break
 
     started = time.monotonic()
     threads = [threading.Thread(target=client_loop, args=(k,)) for k in range(concurrency)]
