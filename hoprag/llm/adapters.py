@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,33 @@ def student_tasks(adapter: str | Path, setting: str = "llm.embedded.adapter") ->
             )
             tasks = tasks - covered
     return tasks
+
+
+def task_routes(adapters: Sequence[str | Path], setting: str = "llm.embedded.adapter") -> dict[str, int]:
+    """Which of several adapters serves each task: ``{task: index into adapters}``, from each
+    adapter's :func:`student_tasks`. One adapter may be any PEFT adapter ({} without student tasks:
+    it then serves every prompt). Of several, each must be a distilled student that lists its tasks
+    and no two may list the same task (raises :class:`AdapterError`): a prompt of a task nobody
+    lists goes to the base model, so the routing has to be unambiguous."""
+    if len(adapters) <= 1:
+        return {task: 0 for adapter in adapters for task in student_tasks(adapter, setting)}
+    routes: dict[str, int] = {}
+    for index, adapter in enumerate(adapters):
+        tasks = student_tasks(adapter, setting)
+        if not tasks:
+            raise AdapterError(
+                f"{setting}: {adapter} lists no tasks (no student.json 'tasks', or only tasks of "
+                "older prompts); of several adapters each must be a `hoprag distill` student, so "
+                "every prompt has one adapter to go to"
+            )
+        for task in sorted(tasks):
+            if task in routes:
+                raise AdapterError(
+                    f"{setting}: {adapters[routes[task]]} and {adapter} both serve the task "
+                    f"{task!r}; give each task one adapter"
+                )
+            routes[task] = index
+    return routes
 
 
 def merged_beside(model: Any, adapter: str | Path) -> Any:

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hoprag.config import StrictModel
 from hoprag.llm.adapters import PACKAGED_STUDENT, packaged_student_dir
@@ -31,7 +31,6 @@ from hoprag.llm.base import (
     GenerationParams,
     Prompt,
     PromptStyle,
-    adapter_applies,
     is_degenerate_list_output,
     render_chat_as_completion,
     truncate_at_stop,
@@ -71,7 +70,7 @@ class EmbeddedLLMConfig(StrictModel):
         description="Longer prompts are cut from the left (the few-shot head stays intact "
         "only if the caller keeps documents short; the indexer truncates documents itself).",
     )
-    adapter: str | None = Field(
+    adapter: str | list[str] | None = Field(
         default=PACKAGED_STUDENT,
         description="A LoRA adapter directory of this base model (`hoprag distill` output, or any PEFT "
         "adapter): merged at load into a copy of the weights it changes. When it holds a student.json, "
@@ -79,8 +78,21 @@ class EmbeddedLLMConfig(StrictModel):
         "update, judge) get the base model. Part of the model id, so caches key on its content. "
         f"'{PACKAGED_STUDENT}' (the default): the distilled student shipped with hoprag "
         "(docs/distillation.md), for the packaged base only (no adapter when model_path is set); "
-        "null: the base model with its few-shot prompts.",
+        "null: the base model with its few-shot prompts. A list of students (e.g. "
+        f"[{PACKAGED_STUDENT}, runs/student-planner/adapter]): each serves the tasks its student.json "
+        "lists (no task in two), each merged into its own copy of the weights it changes; prompts "
+        "without a task get the first.",
     )
+
+    @field_validator("adapter")
+    @classmethod
+    def _one_or_more_adapters(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, list):
+            if not value:
+                raise ValueError("an empty list of adapters; use null for the base model")
+            if len(set(value)) != len(value):
+                raise ValueError(f"an adapter is listed twice: {value}")
+        return value
 
     @property
     def compute_dtype(self) -> Literal["bfloat16", "float32"]:
@@ -90,23 +102,30 @@ class EmbeddedLLMConfig(StrictModel):
         return "bfloat16" if cpu_has_native_bf16() else "float32"
 
     @property
-    def adapter_dir(self) -> Path | None:
-        """The adapter directory to merge (``None``: the base model alone)."""
-        if self.adapter == PACKAGED_STUDENT:
-            return None if self.model_path else packaged_student_dir()
-        return Path(self.adapter) if self.adapter else None
+    def adapter_dirs(self) -> tuple[Path, ...]:
+        """The adapter directories to merge, in the configured order (empty: the base model alone)."""
+        names = self.adapter if isinstance(self.adapter, list) else [self.adapter] if self.adapter else []
+        dirs = []
+        for name in names:
+            if name == PACKAGED_STUDENT:
+                if not self.model_path:  # the packaged student adapts the packaged base only
+                    dirs.append(packaged_student_dir())
+            else:
+                dirs.append(Path(name))
+        return tuple(dirs)
 
 
 def embedded_model_id(config: EmbeddedLLMConfig) -> str:
-    """``embedded:<model>@<compute dtype>`` (``+adapter:<content hash>`` with an adapter); part of
+    """``embedded:<model>@<compute dtype>`` (``+adapter:<content hash>`` per adapter); part of
     every extraction-cache key. The dtype is the one the model runs in (``auto`` decided), since
     bf16 and fp32 can write different outputs."""
     base = f"embedded:{config.model_path or EMBEDDED_MODEL_NAME}@{config.compute_dtype}"
-    if config.adapter_dir is not None:
-        from hoprag.llm.adapters import adapter_fingerprint
+    if not config.adapter_dirs:
+        return base
+    from hoprag.llm.adapters import adapter_fingerprint, task_routes
 
-        return f"{base}+adapter:{adapter_fingerprint(config.adapter_dir)}"
-    return base
+    task_routes(config.adapter_dirs)  # several adapters that cannot be routed fail here, before a load
+    return base + "".join(f"+adapter:{adapter_fingerprint(d)}" for d in config.adapter_dirs)
 
 
 def _torch_dtype(name: str) -> torch.dtype:
@@ -203,25 +222,26 @@ class EmbeddedLLM:
             self._tokenizer.pad_token = self._tokenizer.eos_token
         self._dtype = _torch_dtype(self.config.compute_dtype)
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=self._dtype)
-        self.student_tasks: frozenset[str] = frozenset()
-        self._base = None  # the model without the adapter, for prompts of other tasks
-        adapter = self.config.adapter_dir
-        if adapter is not None:
-            from hoprag.llm.adapters import merged_beside, student_tasks
+        self._model = model.eval()  # prompts without a task: the first adapter (or the base)
+        self._base = self._model  # the model without adapters, for tasks no student serves
+        self._task_models: dict[str, torch.nn.Module] = {}  # task -> the student adapter serving it
+        adapters = self.config.adapter_dirs
+        if adapters:
+            from hoprag.llm.adapters import merged_beside, task_routes
 
-            self.student_tasks = student_tasks(adapter)
-            base = model
-            model = merged_beside(base, adapter)
-            # peft leaves the weights frozen; in PyTorch 2.13 a frozen weight sends `linear` on
-            # the last-token slice HF takes of the hidden states down a path that copies the
-            # 262k x 640 output matrix per call (measured: 13 s per batch of 16 instead of 1 s).
-            # Generation runs under inference_mode either way, so restoring the loader's flags
-            # costs nothing.
+            routes = task_routes(adapters)
+            twins = [merged_beside(model, adapter) for adapter in adapters]
+            for twin in twins:
+                # peft leaves the weights frozen; in PyTorch 2.13 a frozen weight sends `linear` on
+                # the last-token slice HF takes of the hidden states down a path that copies the
+                # 262k x 640 output matrix per call (measured: 13 s per batch of 16 instead of 1 s).
+                # Generation runs under inference_mode either way, so restoring the loader's flags
+                # costs nothing.
+                twin.requires_grad_(True).eval()
             model.requires_grad_(True)
-            base.requires_grad_(True)
-            if self.student_tasks:
-                self._base = base.eval()
-        self._model = model.eval()
+            self._model = twins[0]
+            self._task_models = {task: twins[index] for task, index in routes.items()}
+        self._stop_criteria: dict[tuple[str, ...], object] = {}  # see _stop_string_criterion
         self._name = self.config.model_path or EMBEDDED_MODEL_NAME
         self.streams_cancelled = 0  # streams whose consumer stopped before generation ended
         self.load_seconds = time.perf_counter() - started
@@ -230,6 +250,20 @@ class EmbeddedLLM:
     @property
     def model_id(self) -> str:
         return embedded_model_id(self.config)
+
+    @property
+    def student_tasks(self) -> frozenset[str]:
+        """The tasks the loaded student adapters serve with their short student prompts."""
+        return frozenset(self._task_models)
+
+    def _model_for(self, task: str | None) -> torch.nn.Module:
+        """The weights a prompt of ``task`` runs on: the student adapter trained on the task; the
+        base model for a task no student lists (training on a few tasks un-teaches the rest,
+        :func:`~hoprag.llm.base.adapter_applies`); the first adapter for a prompt without a task
+        or when no adapter lists tasks."""
+        if task is None or not self._task_models:
+            return self._model
+        return self._task_models.get(task, self._base)
 
     @property
     def prompt_style(self) -> PromptStyle:
@@ -308,6 +342,18 @@ class EmbeddedLLM:
                 token.cancel()
                 worker.join()
 
+    def _stop_string_criterion(self, stop: tuple[str, ...]) -> object:
+        """transformers' stop-string criterion for ``stop``, built once per stop tuple: built per
+        ``generate`` call (``stop_strings=``) it re-reads and sorts the 262k-token vocabulary every
+        time and, past 8 distinct stop tuples, redoes its vocabulary embedding (18% of the CPU time of
+        `hoprag bench steps` measured; docs/benchmarks.md). The criterion holds no per-call state."""
+        criterion = self._stop_criteria.get(stop)
+        if criterion is None:
+            from transformers import StopStringCriteria
+
+            criterion = self._stop_criteria[stop] = StopStringCriteria(self._tokenizer, list(stop))
+        return criterion
+
     def _generate_batch(
         self,
         texts: list[str],
@@ -333,9 +379,9 @@ class EmbeddedLLM:
             kwargs.update(do_sample=True, temperature=params.temperature)
         else:
             kwargs.update(do_sample=False, top_p=None, top_k=None)
-        if params.stop:
-            kwargs.update(stop_strings=list(params.stop), tokenizer=self._tokenizer)
         criteria = StoppingCriteriaList()
+        if params.stop:
+            criteria.append(self._stop_string_criterion(tuple(params.stop)))
         if params.stop_on_repeated_line:
             criteria.extend(_repeated_line_criteria(self._tokenizer, enc["input_ids"].shape[1]))
         if cancel is not None:
@@ -344,9 +390,7 @@ class EmbeddedLLM:
             kwargs["stopping_criteria"] = criteria
         if streamer is not None:
             kwargs["streamer"] = streamer
-        model = self._model
-        if self._base is not None and not adapter_applies(self.student_tasks, params.task):
-            model = self._base
+        model = self._model_for(params.task)
         with torch.inference_mode():
             out = model.generate(**enc, **kwargs)
         prompt_len = enc["input_ids"].shape[1]

@@ -106,13 +106,16 @@ class LazyLLM:
         if self._llm is not None:
             return frozenset(getattr(self._llm, "student_tasks", ()))
         section = self.config.section()
-        adapter = getattr(section, "adapter_dir", getattr(section, "adapter", None))
-        if not adapter:
+        adapters = getattr(section, "adapter_dirs", None)
+        if adapters is None:  # a backend of one adapter (vllm)
+            adapter = getattr(section, "adapter", None)
+            adapters = (adapter,) if adapter else ()
+        if not adapters:
             return frozenset()
-        from hoprag.llm.adapters import student_tasks
+        from hoprag.llm.adapters import task_routes
 
         # the setting named in warnings and errors is the selected backend's own
-        return student_tasks(adapter, f"llm.{self.config.backend}.adapter")
+        return frozenset(task_routes(adapters, f"llm.{self.config.backend}.adapter"))
 
     def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
         return self.get().generate(prompts, params)

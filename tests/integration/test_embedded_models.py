@@ -116,6 +116,39 @@ def test_a_lora_adapter_loads_merged_changes_the_output_and_the_model_id(gemma, 
     assert student.generate([plan.prompt], forced) != gemma.generate([plan.prompt], forced)
 
 
+def test_a_planner_student_beside_the_shipped_one_serves_only_the_planner_tasks(gemma, tmp_path):
+    """``adapter: [packaged, PLANNER]``: the shipped student keeps its tasks token for token, the
+    second student (a real random LoRA listing plan and update) gets the planner's prompts, and a
+    prompt of neither (the judge's) is the base model's."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from evaluation.judge import judge_prompt
+    from hoprag.llm.adapters import adapter_fingerprint
+    from hoprag.llm.embedded import EmbeddedLLM, ensure_converted_checkpoint
+    from hoprag.planner.prompts import plan_prompt
+
+    torch.manual_seed(1)
+    base = AutoModelForCausalLM.from_pretrained(str(ensure_converted_checkpoint()), dtype=torch.float32)
+    lora = LoraConfig(r=4, lora_alpha=64, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    planner = tmp_path / "planner"
+    get_peft_model(base, lora).save_pretrained(str(planner))
+    (planner / "student.json").write_text(json.dumps({"tasks": ["plan", "update"]}))
+    shipped = EmbeddedLLM()
+    both = EmbeddedLLM(EmbeddedLLMConfig(adapter=["packaged", str(planner)]))
+    assert both.student_tasks == {"openie", "ner", "answer", "plan", "update"}
+    assert both.model_id == f"{shipped.model_id}+adapter:{adapter_fingerprint(planner)}"
+    spec = openie_prompt("Juno Halleck was born in Quifen.", "completion", student=True)
+    assert both.generate([spec.prompt], spec.params) == shipped.generate([spec.prompt], spec.params)
+    plan = plan_prompt("Where was the director of Marrow Lane born?", "completion", student=True)
+    assert plan.params.task == "plan"
+    planned = both.generate([plan.prompt], plan.params)
+    assert planned[0].ok and planned != shipped.generate([plan.prompt], plan.params)  # base, for shipped
+    judge = judge_prompt("Where was Juno Halleck born?", ["Quifen"], "Quifen", "completion")
+    assert both.generate([judge.prompt], judge.params) == gemma.generate([judge.prompt], judge.params)
+
+
 def test_the_shipped_student_extracts_links_and_answers_with_its_short_prompts(gemma):
     """The default embedded LLM is the distilled student: on a passage with names it never saw it
     extracts the facts the base model misses, finds the question's entities, and answers a two-hop

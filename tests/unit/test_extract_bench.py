@@ -198,8 +198,8 @@ def test_systems_config(tmp_path: Path) -> None:
     root = _write_benchmark(tmp_path / "bench")
     cfg = build_config(root)
     assert list(cfg.systems) == ["student", "base", "reference"]
-    assert cfg.systems["student"].embedded.adapter_dir is not None  # the shipped student
-    assert cfg.systems["base"].embedded.adapter_dir is None  # the base model, few-shot prompts
+    assert cfg.systems["student"].embedded.adapter_dirs  # the shipped student
+    assert not cfg.systems["base"].embedded.adapter_dirs  # the base model, few-shot prompts
     assert cfg.systems["reference"].reference is not None
     assert cfg.systems["reference"].reference.world == root / "raw" / "world.json"
     student = tmp_path / "student.yaml"

@@ -81,6 +81,39 @@ def test_student_tasks_are_known_without_loading_the_model(tmp_path) -> None:
     assert uses_student_prompt(LazyLLM(LLMBackendConfig()), "ner")  # the default: the shipped student
 
 
+def test_several_students_each_serve_their_own_tasks_and_no_task_has_two(tmp_path) -> None:
+    from hoprag.llm.adapters import task_routes
+
+    extraction = _adapter(tmp_path / "extraction", tasks=["openie", "ner", "answer"])
+    planner = _adapter(tmp_path / "planner", tasks=["plan", "update"], weights=b"w2")
+    assert task_routes([extraction, planner]) == {"openie": 0, "ner": 0, "answer": 0, "plan": 1, "update": 1}
+    assert task_routes([_adapter(tmp_path / "plain")]) == {}  # one adapter without tasks serves all
+    with pytest.raises(AdapterError, match="both serve the task 'answer'"):
+        task_routes([extraction, _adapter(tmp_path / "answerer", tasks=["answer", "plan"])])
+    with pytest.raises(AdapterError, match="lists no tasks"):
+        task_routes([extraction, _adapter(tmp_path / "plain")])
+
+    config = EmbeddedLLMConfig(adapter=[str(extraction), str(planner)])
+    base = embedded_model_id(EmbeddedLLMConfig(adapter=None))
+    assert embedded_model_id(config) == (
+        f"{base}+adapter:{adapter_fingerprint(extraction)}+adapter:{adapter_fingerprint(planner)}"
+    )
+    lazy = LazyLLM(
+        LLMBackendConfig.model_validate({"embedded": {"adapter": [str(extraction), str(planner)]}})
+    )
+    assert lazy.student_tasks == {"openie", "ner", "answer", "plan", "update"} and not lazy.loaded
+    clash = EmbeddedLLMConfig(adapter=[str(extraction), str(extraction.parent / "plain")])
+    with pytest.raises(AdapterError, match="lists no tasks"):  # before any weights are loaded
+        embedded_model_id(clash)
+    for bad, message in (([], "empty list"), ([str(planner), str(planner)], "listed twice")):
+        with pytest.raises(ValueError, match=message):
+            EmbeddedLLMConfig(adapter=bad)
+    # the packaged student stays the first of a list, and with a model_path of its own it drops out
+    packaged = EmbeddedLLMConfig(adapter=["packaged", str(planner)])
+    assert packaged.adapter_dirs[1] == planner and packaged.adapter_dirs[0].name == "student"
+    assert EmbeddedLLMConfig(adapter=["packaged", str(planner)], model_path="m").adapter_dirs == (planner,)
+
+
 def test_student_prompts_are_short_and_parse_like_the_few_shot_ones() -> None:
     passage = "Mira Castell was born in Dornwick."
     for few_shot, student in (

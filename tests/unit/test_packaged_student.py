@@ -101,12 +101,12 @@ def test_a_student_of_other_prompt_texts_gets_the_base_prompts(tmp_path: Path, m
 def test_the_embedded_backend_defaults_to_the_shipped_student(tmp_path: Path) -> None:
     default = EmbeddedLLMConfig()
     assert default.adapter == PACKAGED_STUDENT
-    assert default.adapter_dir == packaged_student_dir()
+    assert default.adapter_dirs == (packaged_student_dir(),)
     assert "+adapter:" in embedded_model_id(default)
     base = EmbeddedLLMConfig(adapter=None)
-    assert base.adapter_dir is None and "+adapter:" not in embedded_model_id(base)
+    assert base.adapter_dirs == () and "+adapter:" not in embedded_model_id(base)
     # The packaged student fits the packaged base only; another model gets no adapter by default.
-    assert EmbeddedLLMConfig(model_path=str(tmp_path)).adapter_dir is None
+    assert EmbeddedLLMConfig(model_path=str(tmp_path)).adapter_dirs == ()
 
 
 @pytest.mark.parametrize("recipe", sorted(RECIPE.parent.glob("*.yaml")), ids=lambda p: p.name)
