@@ -8,6 +8,11 @@ prompts for a student trained on the task, the few-shot ones otherwise). Scored 
 * ``plan_exact``: the parsed steps equal the gold steps (case and punctuation aside);
 * ``steps_right``: as many steps as the gold plan; ``placeholders_right``: the same steps wait on an
   earlier answer (name a ``[placeholder]``);
+* ``chain_right``: as many steps as the gold plan, whose ``[placeholder]`` texts, in order, are the
+  gold plan's: the plan chains through the same intermediate answers, in whatever words its
+  sub-questions are put (the
+  generator words each gold step with a random template, so ``plan_exact`` is near 0 for any
+  model that did not see that draw; the placeholders are the question's own phrases);
 * ``update_right``: the parsed update equals the right one (the same final answer, or the same
   rewritten remaining steps).
 
@@ -68,6 +73,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _norm(text: str) -> str:
     return re.sub(r"\W+", " ", text.lower()).strip()
+
+
+def _placeholders(steps: Sequence[str]) -> list[str]:
+    """The ``[placeholder]`` texts of ``steps`` in order, normalized."""
+    from hoprag.planner.prompts import PLACEHOLDER
+
+    return [_norm(m) for step in steps for m in PLACEHOLDER.findall(step)]
 
 
 def load_questions(benchmark: Path, split: str, limit: int) -> tuple[list[dict[str, Any]], set[str]]:
@@ -138,6 +150,7 @@ def score_system(
                 "steps_right": len(steps) == len(gold),
                 "placeholders_right": [bool(PLACEHOLDER.search(s)) for s in steps]
                 == [bool(PLACEHOLDER.search(s)) for s in gold],
+                "chain_right": len(steps) == len(gold) and _placeholders(steps) == _placeholders(gold),
                 "updates": len(states),
                 "updates_right": updates_right,
                 "plan_output": output,
@@ -158,6 +171,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "plan_exact": round(statistics.fmean(r["plan_exact"] for r in chosen), 3),
             "steps_right": round(statistics.fmean(r["steps_right"] for r in chosen), 3),
             "placeholders_right": round(statistics.fmean(r["placeholders_right"] for r in chosen), 3),
+            "chain_right": round(statistics.fmean(r["chain_right"] for r in chosen), 3),
             "update_right": round(sum(r["updates_right"] for r in chosen) / updates, 3) if updates else None,
         }
 
@@ -199,14 +213,16 @@ def run_steps_benchmark(args: argparse.Namespace) -> int:
         print(json.dumps(report))
         return 0
     print(f"{report['machine']}\n{len(questions)} {args.split} questions of {args.benchmark} with gold plans")
-    print("system | part | questions | plan exact | steps right | placeholders right | updates right")
+    print(
+        "system | part | questions | plan exact | steps right | placeholders right | chain right | updates right"
+    )
     for name, r in report["systems"].items():
         for part in ("all", "2 hops", "3-4 hops", "training domains", "held-out domain"):
             s = r[part]
             if s["questions"]:
                 print(
                     f"{name} | {part} | {s['questions']} | {s['plan_exact']} | {s['steps_right']} | "
-                    f"{s['placeholders_right']} | {s['update_right']}"
+                    f"{s['placeholders_right']} | {s['chain_right']} | {s['update_right']}"
                 )
         print(f"{name}: {r['model']}, {r['seconds']} s")
     print(f"per-question rows: {args.workdir / 'steps-bench.json'}")

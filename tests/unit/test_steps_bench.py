@@ -14,6 +14,7 @@ from evaluation.steps_bench import BenchInputError, load_questions, score_system
 from hoprag.data.synthetic import SyntheticConfig, write_benchmark
 from hoprag.llm.base import Completion, GenerationParams, truncate_at_stop
 from hoprag.planner.gold import gold_plan
+from hoprag.planner.prompts import plan_prompt
 
 
 @pytest.fixture(scope="module")
@@ -69,13 +70,32 @@ def test_a_model_that_learnt_the_gold_plans_agrees_everywhere_one_that_did_not_n
         "plan_exact": 1.0,
         "steps_right": 1.0,
         "placeholders_right": 1.0,
+        "chain_right": 1.0,
         "update_right": 1.0,
     }
     assert right["held-out domain"]["questions"] + right["training domains"]["questions"] == 20
     assert right["2 hops"]["questions"] + right["3-4 hops"]["questions"] == 20
     wrong = score_system(TaughtLLM(questions, wrong=True), questions, held_out)["summary"]["all"]
     # every gold plan has 2+ steps; a one-step plan and a "1. question" update are never right
-    assert wrong["plan_exact"] == wrong["steps_right"] == wrong["update_right"] == 0.0
+    assert wrong["plan_exact"] == wrong["steps_right"] == wrong["update_right"] == wrong["chain_right"] == 0.0
+
+
+def test_a_plan_in_other_words_that_chains_through_the_same_answers_is_chain_right(benchmark) -> None:
+    """The gold steps' wording is a random template draw: other words with the same placeholders
+    in the same order are chain-right (not exact); a plan that skips a hop is neither."""
+    questions, held_out = load_questions(benchmark, "test", 20)
+    q = next(q for q in questions if len(q["plan"]) >= 3)
+    reworded = "\n".join(
+        f"{i}. Tell me: {s['step'].lower().rstrip('?')}, please?" for i, s in enumerate(q["plan"], 1)
+    )
+    skipping = "\n".join(f"{i}. {s['step']}" for i, s in enumerate(q["plan"][1:], 1))
+    for text, chain, exact in ((reworded, True, False), (skipping, False, False)):
+        llm = TaughtLLM([q])
+        plan_key = plan_prompt(q["question"], "completion", student=True).prompt
+        assert plan_key in llm.taught
+        llm.taught[plan_key] = text
+        (row,) = score_system(llm, [q], held_out)["rows"]
+        assert (row["chain_right"], row["plan_exact"]) == (chain, exact), text
 
 
 def test_a_benchmark_without_gold_plans_is_a_clear_error(tmp_path, benchmark) -> None:
