@@ -106,10 +106,9 @@ def score_system(
     llm: Any, questions: Sequence[dict[str, Any]], held_out_domains: set[str], label: str = "questions"
 ) -> dict[str, Any]:
     """Plan and update agreement of ``llm`` with the questions' gold plans (module docstring);
-    a progress bar named ``label`` on stderr."""
-    from tqdm import tqdm
-
+    progress named ``label`` on stderr (a bar on a terminal, lines in a log)."""
     from hoprag.llm.base import TASK_PLAN, TASK_UPDATE, uses_student_prompt
+    from hoprag.logs import progress
     from hoprag.planner.gold import gold_plan, update_states
     from hoprag.planner.parsing import parse_steps, parse_update
     from hoprag.planner.prompts import PLACEHOLDER, plan_prompt, update_prompt
@@ -119,7 +118,8 @@ def score_system(
     update_student = uses_student_prompt(llm, TASK_UPDATE)
     rows = []
     started = time.perf_counter()
-    for q in tqdm(questions, desc=label, unit="q"):
+    bar = progress(len(questions), label, "q")
+    for q in questions:
         plan = gold_plan(q)
         assert plan is not None  # load_questions keeps only those
         spec = plan_prompt(q["question"], style, student=plan_student)
@@ -156,6 +156,8 @@ def score_system(
                 "plan_output": output,
             }
         )
+        bar.update(1)
+    bar.close()
     return {"seconds": round(time.perf_counter() - started, 1), "summary": summarize(rows), "rows": rows}
 
 
