@@ -10,9 +10,9 @@ prompts for a student trained on the task, the few-shot ones otherwise). Scored 
   earlier answer (name a ``[placeholder]``);
 * ``chain_right``: as many steps as the gold plan, whose ``[placeholder]`` texts, in order, are the
   gold plan's: the plan chains through the same intermediate answers, in whatever words its
-  sub-questions are put (the
-  generator words each gold step with a random template, so ``plan_exact`` is near 0 for any
-  model that did not see that draw; the placeholders are the question's own phrases);
+  sub-questions are put (the generator words each gold step with a random template, so
+  ``plan_exact`` is near 0 for any model that did not see that draw; the placeholders are the
+  question's own phrases);
 * ``update_right``: the parsed update equals the right one (the same final answer, or the same
   rewritten remaining steps).
 

@@ -241,6 +241,9 @@ class EmbeddedLLM:
             model.requires_grad_(True)
             self._model = twins[0]
             self._task_models = {task: twins[index] for task, index in routes.items()}
+        # the id of the weights loaded now, computed once: cache keys ask for it per prompt, and
+        # with adapters it hashes their files and reads their student.json
+        self._model_id = embedded_model_id(self.config)
         self._stop_criteria: dict[tuple[str, ...], object] = {}  # see _stop_string_criterion
         self._name = self.config.model_path or EMBEDDED_MODEL_NAME
         self.streams_cancelled = 0  # streams whose consumer stopped before generation ended
@@ -249,7 +252,7 @@ class EmbeddedLLM:
 
     @property
     def model_id(self) -> str:
-        return embedded_model_id(self.config)
+        return self._model_id
 
     @property
     def student_tasks(self) -> frozenset[str]:
