@@ -14,7 +14,7 @@ import functools
 import hashlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +161,44 @@ def task_routes(adapters: Sequence[str | Path], setting: str = "llm.embedded.ada
                 )
             routes[task] = index
     return routes
+
+
+def adapter_for_task(routes: Mapping[str, int], count: int, task: str | None) -> int | None:
+    """Which of ``count`` configured adapters serves a prompt of ``task`` (``None``: the base
+    model), given :func:`task_routes`: the student trained on the task; the base model for a task
+    no student lists, because training on a few tasks un-teaches the rest (measured: the merged
+    student answers the planner's few-shot plan prompt with an answer, "1. 1950", where the base
+    model writes steps); the first adapter for a prompt without a task, or when no adapter lists
+    tasks (a plain PEFT adapter serves everything). Every backend routes this way, so a list of
+    students behaves the same embedded and on vLLM."""
+    if count == 0:
+        return None
+    if task is None or not routes:
+        return 0
+    return routes.get(task)
+
+
+def check_adapter_list(value: str | list[str] | None) -> str | list[str] | None:
+    """Validate a backend's ``adapter`` setting when it is a list: not empty, no adapter twice (the
+    pydantic validator of both backends' ``adapter`` fields)."""
+    if isinstance(value, list):
+        if not value:
+            raise ValueError("an empty list of adapters; use null for the base model")
+        if len(set(value)) != len(value):
+            raise ValueError(f"an adapter is listed twice: {value}")
+    return value
+
+
+def adapter_paths(value: str | list[str] | None, *, packaged_fits: bool) -> tuple[Path, ...]:
+    """A backend's ``adapter`` setting (one directory, a list, or null) as directories in the
+    configured order; :data:`PACKAGED_STUDENT` names :func:`packaged_student_dir`, or is dropped
+    when ``packaged_fits`` is false (the backend runs another base than the packaged student's)."""
+    names = value if isinstance(value, list) else [value] if value else []
+    return tuple(
+        packaged_student_dir() if name == PACKAGED_STUDENT else Path(name)
+        for name in names
+        if name != PACKAGED_STUDENT or packaged_fits
+    )
 
 
 def merged_beside(model: Any, adapter: str | Path) -> Any:

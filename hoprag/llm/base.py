@@ -42,8 +42,8 @@ class GenerationParams:
     task: str | None = None
     """The pipeline task the prompt belongs to (``openie``, ``ner``, ``answer``, ``plan``, ``update``,
     ``judge``, ...; set by the prompt builders). A backend serving a distilled student applies its
-    adapter only to the tasks the student was trained on (:func:`adapter_applies`); ``None``: the
-    adapter applies."""
+    adapter only to the tasks the student was trained on
+    (:func:`hoprag.llm.adapters.adapter_for_task`); ``None``: the first adapter applies."""
 
 
 MAX_LINE_CHARS = 200
@@ -63,16 +63,7 @@ TASK_PLAN = "plan"
 TASK_UPDATE = "update"
 """The tasks a distilled student can be trained on (``student.json`` ``tasks``): the names their
 prompts carry in :attr:`GenerationParams.task` and that :func:`uses_student_prompt` and
-:func:`adapter_applies` match, so one spelling serves indexing, distillation and the planner."""
-
-
-def adapter_applies(student_tasks: frozenset[str], task: str | None) -> bool:
-    """Whether a backend's LoRA adapter serves a prompt of ``task``. A distilled student (an adapter
-    whose student.json lists tasks) serves only those tasks; every other prompt goes to the base
-    model, because training on a few tasks un-teaches the rest (measured: the merged student answers
-    the planner's few-shot plan prompt with an answer, "1. 1950", where the base model writes steps).
-    An adapter without listed tasks, or a prompt without a task, keeps the adapter."""
-    return not student_tasks or task is None or task in student_tasks
+:func:`hoprag.llm.adapters.adapter_for_task` match, so one spelling serves indexing, distillation and the planner."""
 
 
 def is_degenerate_list_output(text: str) -> bool:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, field_validator
 
 from hoprag.config import StrictModel
-from hoprag.llm.adapters import PACKAGED_STUDENT, packaged_student_dir
+from hoprag.llm.adapters import PACKAGED_STUDENT, adapter_paths, check_adapter_list
 from hoprag.llm.base import (
     BackendSpec,
     Completion,
@@ -87,12 +87,7 @@ class EmbeddedLLMConfig(StrictModel):
     @field_validator("adapter")
     @classmethod
     def _one_or_more_adapters(cls, value: str | list[str] | None) -> str | list[str] | None:
-        if isinstance(value, list):
-            if not value:
-                raise ValueError("an empty list of adapters; use null for the base model")
-            if len(set(value)) != len(value):
-                raise ValueError(f"an adapter is listed twice: {value}")
-        return value
+        return check_adapter_list(value)
 
     @property
     def compute_dtype(self) -> Literal["bfloat16", "float32"]:
@@ -104,15 +99,8 @@ class EmbeddedLLMConfig(StrictModel):
     @property
     def adapter_dirs(self) -> tuple[Path, ...]:
         """The adapter directories to merge, in the configured order (empty: the base model alone)."""
-        names = self.adapter if isinstance(self.adapter, list) else [self.adapter] if self.adapter else []
-        dirs = []
-        for name in names:
-            if name == PACKAGED_STUDENT:
-                if not self.model_path:  # the packaged student adapts the packaged base only
-                    dirs.append(packaged_student_dir())
-            else:
-                dirs.append(Path(name))
-        return tuple(dirs)
+        # the packaged student adapts the packaged base only
+        return adapter_paths(self.adapter, packaged_fits=not self.model_path)
 
 
 def embedded_model_id(config: EmbeddedLLMConfig) -> str:
@@ -222,9 +210,9 @@ class EmbeddedLLM:
             self._tokenizer.pad_token = self._tokenizer.eos_token
         self._dtype = _torch_dtype(self.config.compute_dtype)
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=self._dtype)
-        self._model = model.eval()  # prompts without a task: the first adapter (or the base)
-        self._base = self._model  # the model without adapters, for tasks no student serves
-        self._task_models: dict[str, torch.nn.Module] = {}  # task -> the student adapter serving it
+        self._model = model.eval()  # the model without adapters, for tasks no student serves
+        self._twins: list[torch.nn.Module] = []  # one per configured adapter, merged beside the base
+        self._routes: dict[str, int] = {}  # task -> index of the student adapter serving it
         adapters = self.config.adapter_dirs
         if adapters:
             from hoprag.llm.adapters import merged_beside, task_routes
@@ -239,8 +227,7 @@ class EmbeddedLLM:
                 # costs nothing.
                 twin.requires_grad_(True).eval()
             model.requires_grad_(True)
-            self._model = twins[0]
-            self._task_models = {task: twins[index] for task, index in routes.items()}
+            self._twins, self._routes = twins, routes
         # the id of the weights loaded now, computed once: cache keys ask for it per prompt, and
         # with adapters it hashes their files and reads their student.json
         self._model_id = embedded_model_id(self.config)
@@ -257,16 +244,14 @@ class EmbeddedLLM:
     @property
     def student_tasks(self) -> frozenset[str]:
         """The tasks the loaded student adapters serve with their short student prompts."""
-        return frozenset(self._task_models)
+        return frozenset(self._routes)
 
     def _model_for(self, task: str | None) -> torch.nn.Module:
-        """The weights a prompt of ``task`` runs on: the student adapter trained on the task; the
-        base model for a task no student lists (training on a few tasks un-teaches the rest,
-        :func:`~hoprag.llm.base.adapter_applies`); the first adapter for a prompt without a task
-        or when no adapter lists tasks."""
-        if task is None or not self._task_models:
-            return self._model
-        return self._task_models.get(task, self._base)
+        """The weights a prompt of ``task`` runs on (:func:`~hoprag.llm.adapters.adapter_for_task`)."""
+        from hoprag.llm.adapters import adapter_for_task
+
+        index = adapter_for_task(self._routes, len(self._twins), task)
+        return self._model if index is None else self._twins[index]
 
     @property
     def prompt_style(self) -> PromptStyle:

@@ -106,10 +106,7 @@ class LazyLLM:
         if self._llm is not None:
             return frozenset(getattr(self._llm, "student_tasks", ()))
         section = self.config.section()
-        adapters = getattr(section, "adapter_dirs", None)
-        if adapters is None:  # a backend of one adapter (vllm)
-            adapter = getattr(section, "adapter", None)
-            adapters = (adapter,) if adapter else ()
+        adapters = getattr(section, "adapter_dirs", ())  # backends without adapters have none
         if not adapters:
             return frozenset()
         from hoprag.llm.adapters import task_routes

@@ -28,13 +28,16 @@ Ray Data contract (Ray 2.60, ``ray.data.llm.build_processor`` with a
 * rows whose inference failed bypass the postprocess function and come out as the whole internal
   row; :func:`openie_finalize_row` folds them back into the same schema as the successful ones.
 
-LoRA adapters (``VLLMConfig.adapter``, e.g. a ``hoprag distill`` student). vLLM serves the adapter
-on top of the base weights (nothing is merged); the adapter's content hash is part of the model id.
+LoRA adapters (``VLLMConfig.adapter``: one, e.g. a ``hoprag distill`` student, or a list of
+students that each serve the tasks their student.json lists). vLLM serves them on top of the base
+weights (nothing is merged); each adapter's content hash is part of the model id. A prompt goes to
+the adapter :func:`~hoprag.llm.adapters.adapter_for_task` picks for its task, as in the embedded
+backend: the student trained on the task, the base weights for a task no student lists.
 
-* in-process: ``vllm.LLM(..., enable_lora=True, max_lora_rank=...)`` and every ``generate`` /
-  ``chat`` call of the student's own tasks gets ``lora_request=LoRARequest(name, 1, path)``
-  (:func:`lora_request_kwargs`); prompts of other tasks go to the base weights
-  (:func:`~hoprag.llm.base.adapter_applies`).
+* in-process: ``vllm.LLM(..., enable_lora=True, max_lora_rank=..., max_loras=<adapters>)`` and
+  every ``generate`` / ``chat`` call of a student's task gets
+  ``lora_request=LoRARequest(name, i, path)`` of that student (:func:`lora_requests_kwargs`, ids
+  1..n in the configured order); prompts of other tasks go to the base weights.
 * Ray Data (``ray/llm/_internal/batch/`` of Ray 2.60): there is no LoRA field of its own besides
   ``dynamic_lora_loading_path`` (``processor/vllm_engine_proc.py:66``, a remote s3/gs folder of
   adapters, not used here); ``engine_kwargs`` go to ``vllm.AsyncEngineArgs`` unchanged
@@ -47,7 +50,9 @@ on top of the base weights (nothing is merged); the adapter's content hash is pa
   remote ``s3://`` / ``gs://`` value is refused), turned into ``LoRARequest(lora_name=value,
   lora_int_id=n, lora_path=value)`` once per replica.
   :func:`build_ray_data_processor` therefore adds ``model = <absolute adapter path>`` to every row
-  (:func:`lora_row_columns`); the path must exist on every GPU node, like a local ``model``.
+  of a student's task (:func:`lora_row_columns`, the task read from the row's ``task`` column), and
+  ``model = <the base model>`` (no LoRA) to the other rows; the paths must exist on every GPU
+  node, like a local ``model``.
 * a student is trained on plain-text prompts (no chat template). Rows of its tasks carry
   ``prompt``; Ray's chat-template stage requires ``messages`` in every row, so a processor that
   sends student prompts runs without it (:func:`chat_template_stage_enabled`), and any chat prompt
@@ -69,7 +74,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from hoprag.deps import VLLM_EXTRA_HINT, MissingExtraError, require_vllm
 from hoprag.extraction.prompts import PromptSpec, openie_prompt
-from hoprag.llm.adapters import AdapterError, adapter_fingerprint, lora_rank, read_student_meta, student_tasks
+from hoprag.llm.adapters import (
+    AdapterError,
+    adapter_fingerprint,
+    adapter_for_task,
+    adapter_paths,
+    check_adapter_list,
+    lora_rank,
+    read_student_meta,
+    task_routes,
+)
 from hoprag.llm.base import (
     TASK_OPENIE,
     BackendSpec,
@@ -78,7 +92,6 @@ from hoprag.llm.base import (
     GenerationParams,
     Prompt,
     PromptStyle,
-    adapter_applies,
     render_chat_as_completion,
     truncate_at_stop,
 )
@@ -104,12 +117,13 @@ _DEDICATED_ENGINE_KEYS = frozenset(
         "trust_remote_code",
         "enable_lora",  # set by `adapter`
         "max_lora_rank",
+        "max_loras",  # the number of adapters
     }
 )
 
 ADAPTER_SETTING = "llm.vllm.adapter"
-LORA_ID = 1  # vLLM LoRA ids start at 1; one adapter per engine
 LORA_MODEL_COLUMN = "model"  # Ray's per-row LoRA selector (see module docstring)
+TASK_COLUMN = "task"  # the row's prompt task, which decides its adapter
 
 # Columns the OpenIE preprocess step adds for its own postprocess step (see module docstring).
 STOP_COLUMN = "hoprag_stop"
@@ -197,15 +211,19 @@ class VLLMConfig(BaseModel):
     engine_kwargs: dict[str, Any] = Field(
         default_factory=dict,
         description="Further vllm engine arguments (e.g. {'enable_prefix_caching': True, 'quantization': "
-        "'awq'}). Keys that have a field of their own (enable_lora: adapter) are rejected.",
+        "'awq'}). Keys that have a field of their own (enable_lora, max_loras: adapter) are rejected.",
     )
-    adapter: str | None = Field(
+    adapter: str | list[str] | None = Field(
         default=None,
         description="A LoRA adapter directory of this base model (`hoprag distill` output, or any PEFT "
-        "adapter): vLLM serves it on top of the base weights (enable_lora) and every request goes "
-        "through it. When it holds a student.json, the tasks listed there use the short student "
-        "prompts. Part of the model id, so caches key on its content. On a cluster the path must "
-        "exist on the driver and on every GPU node.",
+        "adapter): vLLM serves it on top of the base weights (enable_lora). When it holds a "
+        "student.json, the tasks listed there use the short student prompts and the adapter, and other "
+        "prompts the base weights; without one every request goes through it. A list of students "
+        "(e.g. [runs/student/adapter, runs/student-planner/adapter]): each serves the tasks its "
+        "student.json lists (no task in two); prompts without a task get the first. 'packaged': the "
+        "student shipped with hoprag (for google/gemma-3-270m). Part of the model "
+        "id, so caches key on their content. On a cluster the paths must exist on the driver and on "
+        "every GPU node.",
     )
     max_lora_rank: int = Field(
         default=16,
@@ -223,6 +241,17 @@ class VLLMConfig(BaseModel):
             raise ValueError(f"engine_kwargs must not set {clash}; use the VLLMConfig fields instead")
         return v
 
+    @field_validator("adapter")
+    @classmethod
+    def _one_or_more_adapters(cls, value: str | list[str] | None) -> str | list[str] | None:
+        return check_adapter_list(value)
+
+    @property
+    def adapter_dirs(self) -> tuple[Path, ...]:
+        """The adapter directories, in the configured order (empty: the base model alone);
+        ``packaged`` is the student shipped with hoprag (a LoRA of Gemma 3 270M)."""
+        return adapter_paths(self.adapter, packaged_fits=True)
+
     @model_validator(mode="after")
     def _check_memory_share(self) -> VLLMConfig:
         if self.num_gpus_per_worker < 1 and self.gpu_memory_utilization > self.num_gpus_per_worker:
@@ -236,8 +265,10 @@ class VLLMConfig(BaseModel):
 
     def engine_args(self) -> dict[str, Any]:
         """Engine arguments (everything but the model) for ``vllm.LLM`` and Ray's ``engine_kwargs``;
-        with an adapter also ``enable_lora`` and ``max_lora_rank``."""
-        lora = {"enable_lora": True, "max_lora_rank": self.max_lora_rank} if self.adapter else {}
+        with adapters also ``enable_lora``, ``max_lora_rank`` and ``max_loras`` (one batch may hold
+        prompts of every adapter)."""
+        count = len(self.adapter_dirs)
+        lora = {"enable_lora": True, "max_lora_rank": self.max_lora_rank, "max_loras": count} if count else {}
         return {
             "dtype": self.dtype,
             "tensor_parallel_size": self.tensor_parallel_size,
@@ -254,23 +285,23 @@ class VLLMConfig(BaseModel):
 
 
 def vllm_model_id(config: VLLMConfig) -> str:
-    """``vllm:<model>`` (``+adapter:<content hash>`` with an adapter, as the embedded backend);
-    part of every extraction-cache key."""
+    """``vllm:<model>`` (``+adapter:<content hash>`` per adapter, as the embedded backend); part of
+    every extraction-cache key. Several adapters that cannot be routed by task fail here
+    (:func:`~hoprag.llm.adapters.task_routes`), before an engine is built."""
     base = f"vllm:{config.model}"
-    if config.adapter:
-        return f"{base}+adapter:{adapter_fingerprint(config.adapter, ADAPTER_SETTING)}"
-    return base
+    if not config.adapter_dirs:
+        return base
+    task_routes(config.adapter_dirs, ADAPTER_SETTING)
+    return base + "".join(f"+adapter:{adapter_fingerprint(d, ADAPTER_SETTING)}" for d in config.adapter_dirs)
 
 
 # -- LoRA adapter -------------------------------------------------------------------------------
 
 
 def vllm_student_tasks(config: VLLMConfig) -> frozenset[str]:
-    """The tasks of the adapter's ``student.json`` (empty without an adapter or student.json, or for a
-    student of other student prompt texts: :func:`hoprag.llm.adapters.student_tasks`)."""
-    if not config.adapter:
-        return frozenset()
-    return student_tasks(config.adapter, ADAPTER_SETTING)
+    """The tasks the adapters' ``student.json`` files list (empty without adapters or student.json, or
+    for a student of other student prompt texts: :func:`hoprag.llm.adapters.student_tasks`)."""
+    return frozenset(task_routes(config.adapter_dirs, ADAPTER_SETTING))
 
 
 def _name_key(text: str) -> str:
@@ -300,34 +331,37 @@ def student_base_mismatch(model: str, base_model: object) -> str | None:
 def check_adapter(config: VLLMConfig) -> None:
     """Validate ``config.adapter`` before an engine is built (no-op without one).
 
-    Raises :class:`~hoprag.llm.adapters.AdapterError` for an incomplete adapter directory or when
-    its LoRA rank exceeds ``max_lora_rank`` (vLLM would fail only once the engine is up); logs a
-    warning when its ``student.json`` names another base model.
+    Raises :class:`~hoprag.llm.adapters.AdapterError` for an incomplete adapter directory, when a
+    LoRA rank exceeds ``max_lora_rank`` (vLLM would fail only once the engine is up), or for several
+    adapters that cannot be routed by task (:func:`~hoprag.llm.adapters.task_routes`); logs a
+    warning when a ``student.json`` names another base model.
     """
-    if not config.adapter:
-        return
-    rank = lora_rank(config.adapter, ADAPTER_SETTING)
-    if rank > config.max_lora_rank:
-        raise AdapterError(
-            f"llm.vllm.max_lora_rank={config.max_lora_rank} is below the LoRA rank {rank} of "
-            f"{ADAPTER_SETTING}={config.adapter}; set llm.vllm.max_lora_rank to at least {rank}"
+    for adapter in config.adapter_dirs:
+        rank = lora_rank(adapter, ADAPTER_SETTING)
+        if rank > config.max_lora_rank:
+            raise AdapterError(
+                f"llm.vllm.max_lora_rank={config.max_lora_rank} is below the LoRA rank {rank} of "
+                f"{ADAPTER_SETTING}={adapter}; set llm.vllm.max_lora_rank to at least {rank}"
+            )
+        warning = student_base_mismatch(
+            config.model, read_student_meta(adapter, ADAPTER_SETTING).get("base_model")
         )
-    warning = student_base_mismatch(
-        config.model, read_student_meta(config.adapter, ADAPTER_SETTING).get("base_model")
-    )
-    if warning:
-        logger.warning(warning)
+        if warning:
+            logger.warning(warning)
+    task_routes(config.adapter_dirs, ADAPTER_SETTING)
 
 
-def lora_request_kwargs(config: VLLMConfig) -> dict[str, Any] | None:
-    """Keyword arguments of ``vllm.lora.request.LoRARequest`` for the adapter (``None`` without)."""
-    if not config.adapter:
-        return None
-    return {
-        "lora_name": f"adapter-{adapter_fingerprint(config.adapter, ADAPTER_SETTING)}",
-        "lora_int_id": LORA_ID,
-        "lora_path": str(Path(config.adapter).resolve()),
-    }
+def lora_requests_kwargs(config: VLLMConfig) -> list[dict[str, Any]]:
+    """Keyword arguments of ``vllm.lora.request.LoRARequest`` for each adapter, in the configured
+    order (ids from 1, vLLM's first; empty without adapters)."""
+    return [
+        {
+            "lora_name": f"adapter-{adapter_fingerprint(adapter, ADAPTER_SETTING)}",
+            "lora_int_id": number,
+            "lora_path": str(adapter.resolve()),
+        }
+        for number, adapter in enumerate(config.adapter_dirs, start=1)
+    ]
 
 
 def to_sampling_params(params: GenerationParams) -> dict[str, Any]:
@@ -441,13 +475,13 @@ class VLLMEngineLLM:
         self.config = config
         self._vllm = vllm
         self._llm = vllm.LLM(model=config.model, **config.engine_args())
-        self.student_tasks: frozenset[str] = vllm_student_tasks(config)
-        self._request_kwargs: dict[str, Any] = {}
-        lora = lora_request_kwargs(config)
-        if lora is not None:
+        self._routes = task_routes(config.adapter_dirs, ADAPTER_SETTING)
+        self.student_tasks: frozenset[str] = frozenset(self._routes)
+        self._lora_requests: list[Any] = []
+        if config.adapter_dirs:
             from vllm.lora.request import LoRARequest
 
-            self._request_kwargs["lora_request"] = LoRARequest(**lora)
+            self._lora_requests = [LoRARequest(**kwargs) for kwargs in lora_requests_kwargs(config)]
         self._lock = threading.Lock()
 
     # -- LLM protocol -------------------------------------------------------------------------
@@ -513,8 +547,10 @@ class VLLMEngineLLM:
         return list(self._llm.chat(items, sampling, use_tqdm=False, **self._lora_for(task)))
 
     def _lora_for(self, task: str | None) -> dict[str, Any]:
-        """The adapter for a student's own tasks, the base model for the rest (``adapter_applies``)."""
-        return self._request_kwargs if adapter_applies(self.student_tasks, task) else {}
+        """The adapter serving ``task`` (:func:`~hoprag.llm.adapters.adapter_for_task`): the student
+        trained on it; no LoRA (the base model) for a task no student lists."""
+        index = adapter_for_task(self._routes, len(self._lora_requests), task)
+        return {} if index is None else {"lora_request": self._lora_requests[index]}
 
     def _run_group(
         self,
@@ -592,24 +628,30 @@ def ray_processor_config_kwargs(config: VLLMConfig, *, chat_template: bool = Tru
     return kwargs
 
 
-def lora_row_columns(config: VLLMConfig) -> dict[str, str]:
-    """The columns that make Ray's engine stage serve a row with the adapter: ``{"model": <absolute
-    adapter path>}``, or ``{}`` without an adapter (see the module docstring)."""
-    if not config.adapter:
-        return {}
-    return {LORA_MODEL_COLUMN: str(Path(config.adapter).resolve())}
+def lora_row_columns(config: VLLMConfig, task: str | None = None) -> dict[str, str]:
+    """The columns that make Ray's engine stage serve a row of ``task`` with the adapter
+    :func:`~hoprag.llm.adapters.adapter_for_task` picks: ``{"model": <absolute adapter path>}``;
+    ``{"model": <config.model>}`` (no LoRA) for a task no student lists; ``{}`` without adapters
+    (see the module docstring)."""
+    return with_lora_columns(config, lambda row: {}, task)({})
 
 
 def with_lora_columns(
-    config: VLLMConfig, preprocess: Callable[[dict[str, Any]], dict[str, Any]]
+    config: VLLMConfig,
+    preprocess: Callable[[dict[str, Any]], dict[str, Any]],
+    default_task: str | None = None,
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """``preprocess`` whose output also selects the adapter (``preprocess`` itself without one)."""
-    columns = lora_row_columns(config)
-    if not columns:
+    """``preprocess`` whose output also selects each row's adapter by the row's ``task`` column
+    (``default_task`` for rows without one); ``preprocess`` itself without adapters."""
+    adapters = config.adapter_dirs
+    if not adapters:
         return preprocess
+    routes = task_routes(adapters, ADAPTER_SETTING)  # read once, not per row
+    models = [str(adapter.resolve()) for adapter in adapters]
 
     def preprocess_with_lora(row: dict[str, Any]) -> dict[str, Any]:
-        return {**preprocess(row), **columns}
+        index = adapter_for_task(routes, len(models), row.get(TASK_COLUMN, default_task))
+        return {**preprocess(row), LORA_MODEL_COLUMN: config.model if index is None else models[index]}
 
     return preprocess_with_lora
 
@@ -621,6 +663,7 @@ def build_ray_data_processor(
     *,
     require_local_vllm: bool = True,
     chat_template: bool = True,
+    task: str | None = None,
 ) -> Processor:
     """A ``ray.data.llm`` processor: ``processor(dataset)`` returns the generated dataset (lazily).
 
@@ -631,8 +674,8 @@ def build_ray_data_processor(
     similar afterwards). Building calls ``ray.init`` if needed and downloads the tokenizer.
 
     ``chat_template=False`` runs no chat-template stage even in chat style (``preprocess`` then
-    gives ``prompt`` only, e.g. a student's prompts). With ``config.adapter`` every row is served
-    with the LoRA adapter (:func:`with_lora_columns`).
+    gives ``prompt`` only, e.g. a student's prompts). With ``config.adapter`` each row is served by
+    the adapter of its ``task`` column (``task`` for rows without one; :func:`with_lora_columns`).
 
     ``require_local_vllm=False`` skips the check that vLLM is installed in *this* process, for a
     driver on a CPU head node whose GPU workers have it.
@@ -650,7 +693,7 @@ def build_ray_data_processor(
         **ray_processor_config_kwargs(config, chat_template=chat_template)
     )
     return build_processor(
-        processor_config, preprocess=with_lora_columns(config, preprocess), postprocess=postprocess
+        processor_config, preprocess=with_lora_columns(config, preprocess, task), postprocess=postprocess
     )
 
 
@@ -773,6 +816,7 @@ def build_openie_processor(
         openie_postprocess_row,
         require_local_vllm=require_local_vllm,
         chat_template=chat_template_stage_enabled(config, [TASK_OPENIE]),
+        task=TASK_OPENIE,
     )
 
     def run(documents: ray.data.Dataset) -> ray.data.Dataset:

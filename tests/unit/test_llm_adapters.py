@@ -10,8 +10,8 @@ import pytest
 
 from evaluation.judge import judge_prompt
 from hoprag.extraction.prompts import STUDENT_PROMPT_VERSION, ner_prompt, openie_prompt
-from hoprag.llm.adapters import AdapterError, adapter_fingerprint, read_student_meta
-from hoprag.llm.base import GenerationParams, PromptSpec, adapter_applies, uses_student_prompt
+from hoprag.llm.adapters import AdapterError, adapter_fingerprint, adapter_for_task, read_student_meta
+from hoprag.llm.base import GenerationParams, PromptSpec, uses_student_prompt
 from hoprag.llm.embedded import EmbeddedLLMConfig, embedded_model_id
 from hoprag.llm.factory import LazyLLM, LLMBackendConfig
 from hoprag.planner import prompts as P
@@ -151,11 +151,20 @@ def test_extraction_uses_the_student_prompt_only_for_the_students_tasks() -> Non
 
 
 def test_a_students_adapter_serves_its_own_tasks_and_the_base_model_the_rest() -> None:
-    assert adapter_applies(frozenset({"openie", "ner", "answer"}), "openie")
-    assert not adapter_applies(frozenset({"openie", "ner", "answer"}), "plan")
-    assert not adapter_applies(frozenset({"openie"}), "judge")
-    assert adapter_applies(frozenset(), "plan")  # an adapter without student.json tasks: everything
-    assert adapter_applies(frozenset({"openie"}), None)  # a prompt nobody labelled (HTTP server)
+    one = {"openie": 0, "ner": 0, "answer": 0}
+    assert adapter_for_task(one, 1, "openie") == 0
+    assert adapter_for_task(one, 1, "plan") is None  # not a student task: the base model
+    assert adapter_for_task({}, 1, "plan") == 0  # an adapter without student.json tasks: everything
+    assert adapter_for_task(one, 1, None) == 0  # a prompt nobody labelled (HTTP server)
+    assert adapter_for_task({}, 0, "openie") is None  # no adapters at all
+    two = {"openie": 0, "answer": 0, "plan": 1, "update": 1}
+    assert [adapter_for_task(two, 2, t) for t in ("openie", "plan", "update", "judge", None)] == [
+        0,
+        1,
+        1,
+        None,
+        0,
+    ]
 
 
 def _every_prompt_of_every_task() -> list[tuple[str, PromptSpec]]:

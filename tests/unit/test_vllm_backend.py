@@ -40,7 +40,7 @@ from hoprag.llm.vllm_backend import (
     chat_template_stage_enabled,
     check_adapter,
     completion_from_vllm_output,
-    lora_request_kwargs,
+    lora_requests_kwargs,
     lora_row_columns,
     openie_finalize_row,
     openie_postprocess_row,
@@ -475,13 +475,21 @@ def test_adapter_enables_lora_in_the_engine_args(tmp_path: Path) -> None:
     assert "enable_lora" not in plain.engine_args() and "max_lora_rank" not in plain.engine_args()
     assert plain.adapter is None and plain.max_lora_rank == 16
     args = VLLMConfig(model="m", adapter=str(adapter), max_lora_rank=32).engine_args()
-    assert args["enable_lora"] is True and args["max_lora_rank"] == 32
-    assert {k: v for k, v in args.items() if k not in {"enable_lora", "max_lora_rank"}} == plain.engine_args()
+    assert args["enable_lora"] is True and args["max_lora_rank"] == 32 and args["max_loras"] == 1
+    lora_keys = {"enable_lora", "max_lora_rank", "max_loras"}
+    assert {k: v for k, v in args.items() if k not in lora_keys} == plain.engine_args()
 
 
 @pytest.mark.parametrize(
     "bad",
-    [{"max_lora_rank": 0}, {"engine_kwargs": {"max_lora_rank": 8}}, {"engine_kwargs": {"enable_lora": True}}],
+    [
+        {"max_lora_rank": 0},
+        {"engine_kwargs": {"max_lora_rank": 8}},
+        {"engine_kwargs": {"enable_lora": True}},
+        {"engine_kwargs": {"max_loras": 2}},
+        {"adapter": []},
+        {"adapter": ["a", "a"]},
+    ],
 )
 def test_config_rejects_lora_settings_outside_their_fields(bad: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
@@ -587,16 +595,18 @@ def test_check_adapter_warns_about_another_base_model_but_does_not_fail(
     assert len(warnings) == 1 and "packaged:gemma-3-270m" in warnings[0]
 
 
-def test_lora_request_kwargs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lora_requests_kwargs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     adapter = _adapter(tmp_path / "a")
     monkeypatch.chdir(tmp_path)
-    kwargs = lora_request_kwargs(VLLMConfig(model="m", adapter="a"))  # relative: resolved now
-    assert kwargs == {
-        "lora_name": f"adapter-{adapter_fingerprint(adapter)}",
-        "lora_int_id": 1,
-        "lora_path": str(adapter.resolve()),
-    }
-    assert lora_request_kwargs(VLLMConfig(model="m")) is None
+    kwargs = lora_requests_kwargs(VLLMConfig(model="m", adapter="a"))  # relative: resolved now
+    assert kwargs == [
+        {
+            "lora_name": f"adapter-{adapter_fingerprint(adapter)}",
+            "lora_int_id": 1,
+            "lora_path": str(adapter.resolve()),
+        }
+    ]
+    assert lora_requests_kwargs(VLLMConfig(model="m")) == []
 
 
 def test_engine_llm_serves_the_students_tasks_through_the_adapter(
@@ -611,13 +621,65 @@ def test_engine_llm_serves_the_students_tasks_through_the_adapter(
     assert llm.student_tasks == {"openie", "ner"} and uses_student_prompt(llm, "ner")
     out = llm.generate(["a", [{"role": "user", "content": "hi"}]], GenerationParams(stop=("\n\n",)))
     assert [c.text for c in out] == ["gen:a", "chat:hi"]
-    expected = FakeLoRARequest(**lora_request_kwargs(cfg))  # type: ignore[arg-type]
+    (expected,) = [FakeLoRARequest(**kwargs) for kwargs in lora_requests_kwargs(cfg)]
     assert llm._llm.lora_requests == [expected, expected]  # generate and chat, no task named
     llm._llm.lora_requests.clear()
     llm.generate(["a"], GenerationParams(task="ner"))
     llm.generate(["a", [{"role": "user", "content": "hi"}]], GenerationParams(task="plan"))
     assert llm._llm.lora_requests == [expected, None, None]  # plan is not a student task: base model
     assert "adapter=" in repr(llm)
+
+
+def test_engine_llm_serves_each_task_through_the_student_trained_on_it(
+    fake_vllm: types.ModuleType, tmp_path: Path
+) -> None:
+    shipped = _adapter(tmp_path / "shipped", r=8, tasks=["openie", "ner", "answer"], weights=b"w-shipped")
+    planner = _adapter(tmp_path / "planner", r=16, tasks=["plan", "update"], weights=b"w-planner")
+    cfg = VLLMConfig(model="org/m", adapter=[str(shipped), str(planner)])
+    llm = VLLMEngineLLM(cfg)
+    assert llm._llm.kwargs["max_loras"] == 2 and llm._llm.kwargs["max_lora_rank"] == 16
+    assert llm.model_id == (
+        f"vllm:org/m+adapter:{adapter_fingerprint(shipped)}+adapter:{adapter_fingerprint(planner)}"
+    )
+    assert llm.student_tasks == {"openie", "ner", "answer", "plan", "update"}
+    first, second = (FakeLoRARequest(**kwargs) for kwargs in lora_requests_kwargs(cfg))
+    assert (first.lora_int_id, second.lora_int_id) == (1, 2) and first.lora_path == str(shipped.resolve())
+    for task in ("openie", "plan", "answer", "update", "judge", None):
+        llm.generate(["a"], GenerationParams(task=task))
+    # judge: no student lists it, so the base weights; no task: the first adapter
+    assert llm._llm.lora_requests == [first, second, first, second, None, first]
+
+
+def test_a_list_of_students_that_cannot_be_routed_fails_before_the_engine_starts(
+    fake_vllm: types.ModuleType, tmp_path: Path
+) -> None:
+    a = str(_adapter(tmp_path / "a", tasks=["openie", "answer"]))
+    b = str(_adapter(tmp_path / "b", tasks=["answer", "plan"]))
+    plain = str(_adapter(tmp_path / "plain"))  # no student.json: no tasks to route by
+    for adapters, message in (([a, b], "both serve the task 'answer'"), ([a, plain], "lists no tasks")):
+        config = VLLMConfig(model="m", adapter=adapters)
+        for call in (check_adapter, vllm_model_id, vllm_student_tasks, VLLMEngineLLM):
+            with pytest.raises(AdapterError, match=rf"^llm\.vllm\.adapter: .*{message}"):
+                call(config)
+    big = str(_adapter(tmp_path / "big", r=64, tasks=["plan"]))
+    with pytest.raises(AdapterError, match=r"max_lora_rank=16 is below the LoRA rank 64 of .*big"):
+        check_adapter(VLLMConfig(model="m", adapter=[a, big]))  # every adapter's rank is checked
+
+
+def test_ray_rows_of_a_student_list_go_to_their_tasks_student(tmp_path: Path) -> None:
+    openie = _adapter(tmp_path / "openie", tasks=["openie"])
+    ner = _adapter(tmp_path / "ner", tasks=["ner"])
+    config = VLLMConfig(model="org/m", adapter=[str(openie), str(ner)])
+    assert lora_row_columns(config, "openie") == {"model": str(openie.resolve())}
+    assert lora_row_columns(config, "ner") == {"model": str(ner.resolve())}
+    assert lora_row_columns(config, "judge") == {"model": "org/m"}  # model_source: no LoRA request
+    assert lora_row_columns(config) == {"model": str(openie.resolve())}  # no task: the first
+    pre = with_lora_columns(config, lambda row: {"prompt": row["text"]}, default_task="openie")
+    assert pre({"text": "x", "task": "ner"}) == {"prompt": "x", "model": str(ner.resolve())}
+    assert pre({"text": "x"})["model"] == str(openie.resolve())  # the processor's own task
+    # a student of one task: rows of other tasks get the base weights, as in-process
+    only_ner = VLLMConfig(model="org/m", adapter=str(ner))
+    assert with_lora_columns(only_ner, lambda row: {})({"task": "openie"}) == {"model": "org/m"}
 
 
 def test_engine_llm_without_adapter_sends_no_lora_request(fake_vllm: types.ModuleType) -> None:
@@ -808,3 +870,13 @@ def test_vllm_engine_really_serves_a_lora_adapter(tmp_path: Path) -> None:
     spec = openie_prompt(PASSAGE, "completion", max_new_tokens=32, student=True)
     (out,) = llm.generate([spec.prompt], spec.params)
     assert out.ok and out.completion_tokens > 0, out
+
+
+def test_packaged_names_the_shipped_student_for_vllm_too(tmp_path: Path) -> None:
+    from hoprag.llm.adapters import packaged_student_dir
+
+    planner = _adapter(tmp_path / "planner", tasks=["plan", "update"])
+    config = VLLMConfig(model="google/gemma-3-270m", adapter=["packaged", str(planner)])
+    assert config.adapter_dirs == (packaged_student_dir(), planner)
+    check_adapter(config)  # the shipped student's base is this model: no error, routes are disjoint
+    assert {"openie", "plan"} <= vllm_student_tasks(config)
