@@ -79,14 +79,14 @@ def measure_extraction(args: argparse.Namespace, config: Any) -> dict[str, Any]:
     from hoprag.llm.factory import build_llm, expected_model_id
     from indexing.cache import ExtractionCache
     from indexing.corpus import Document
-    from indexing.extract import extract_documents, extraction_key
+    from indexing.extract import extract_documents, extraction_key, extraction_model_id
     from indexing.pipeline import build_index, run_extraction
 
     docs = _documents(args.docs)
     workdir: Path = args.workdir
     shutil.rmtree(workdir, ignore_errors=True)
     index_dir = workdir / "index"
-    model_id = expected_model_id(config.llm)
+    model_id = extraction_model_id(lambda task: expected_model_id(config.llm, task), config.extraction)
     rows = [
         (TASK_OPENIE, extraction_key(Document(t, x).content_hash, model_id, config.extraction), x)
         for t, x in docs

@@ -11,13 +11,13 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from hoprag.extraction.parsing import DocumentStatus, Triple, parse_entity_list, parse_openie_output
 from hoprag.extraction.prompts import PROMPT_VERSION, ner_prompt, openie_prompt
-from hoprag.llm.base import LLM, TASK_NER, TASK_OPENIE, Completion, uses_student_prompt
+from hoprag.llm.base import LLM, TASK_NER, TASK_OPENIE, Completion, task_model_id, uses_student_prompt
 from hoprag.text import content_hash
 from indexing.config import ExtractionConfig
 
@@ -48,6 +48,18 @@ def split_passages(text: str, max_chars: int) -> list[str]:
     if current:
         passages.append(current)
     return passages
+
+
+def extraction_model_id(model_id_for: Callable[[str], str], config: ExtractionConfig) -> str:
+    """The model id in a document's extraction-cache key: that of the weights serving OpenIE
+    (``model_id_for(task)``, e.g. :func:`hoprag.llm.factory.expected_model_id` of the config and
+    the task), and in two-step mode also of those serving the passages' NER when they differ. A
+    student added for another task (the planner's) leaves the key, and the cache, as they were."""
+    openie = model_id_for(TASK_OPENIE)
+    if config.mode != "two_step":
+        return openie
+    ner = model_id_for(TASK_NER)
+    return openie if ner == openie else f"{ner}|{openie}"
 
 
 def extraction_key(document_hash: str, model_id: str, config: ExtractionConfig) -> str:
@@ -234,7 +246,8 @@ def extract_documents(
     """Run OpenIE over documents with one batched LLM call per step; never raises for bad outputs."""
     started = time.perf_counter()
     style = llm.prompt_style
-    records, jobs = plan_passages(doc_keys, texts, config, llm.model_id)
+    model_id = extraction_model_id(lambda task: task_model_id(llm, task), config)
+    records, jobs = plan_passages(doc_keys, texts, config, model_id)
     assembler = DocumentAssembler(records, jobs)
     by_key = {r.doc_key: r for r in records}
     if config.mode == "two_step" and jobs:
@@ -297,7 +310,7 @@ def extract_question_mentions(
     specs = [ner_prompt(q, llm.prompt_style, student=student) for q in questions]
     outputs = llm.generate([s.prompt for s in specs], specs[0].params) if specs else []
     records = [
-        ner_record(key, q, comp, llm.model_id, spec.output_format)
+        ner_record(key, q, comp, task_model_id(llm, TASK_NER), spec.output_format)
         for key, q, spec, comp in zip(keys, questions, specs, outputs, strict=True)
     ]
     for rec in records:

@@ -29,7 +29,7 @@ from hoprag.text import content_hash
 from indexing.cache import RETRY_STATUSES, ExtractionCache
 from indexing.config import IndexConfig
 from indexing.corpus import Corpus, Document
-from indexing.extract import ExtractionRecord, LLMExtractor, extraction_key, ner_key
+from indexing.extract import ExtractionRecord, LLMExtractor, extraction_key, extraction_model_id, ner_key
 from indexing.gfmrag import GFM_RAG_STAGE1, Stage1Graph
 from indexing.graph import PreviousState, build_tables
 from indexing.questions import START_NODES, LinkingStats, link_questions, questions_table
@@ -193,7 +193,8 @@ def _run_vllm_processor(
 
     vllm = config.llm.vllm
     assert vllm is not None
-    model_id = expected_model_id(config.llm)
+    model_id = extraction_model_id(lambda task: expected_model_id(config.llm, task), config.extraction)
+    ner_model_id = expected_model_id(config.llm, TASK_NER)
     student_tasks = vllm_student_tasks(vllm)
     rows, assembler = passage_rows(pending, config.extraction, model_id)
     records = assembler.ready()
@@ -205,7 +206,7 @@ def _run_vllm_processor(
             done = [
                 r
                 for r in (
-                    fold_result(row, assembler, vllm.prompt_style, model_id, student_tasks)
+                    fold_result(row, assembler, vllm.prompt_style, ner_model_id, student_tasks)
                     for row in batch.to_pylist()
                 )
                 if r
@@ -344,12 +345,13 @@ def _build_index_locked(
     documents, questions = _select_documents(previous, corpus, add, delete_titles, summary)
     summary.documents = len(documents)
 
-    model_id = expected_model_id(config.llm)
+    model_id = extraction_model_id(lambda task: expected_model_id(config.llm, task), config.extraction)
+    ner_model_id = expected_model_id(config.llm, TASK_NER)
     keys = [extraction_key(d.content_hash, model_id, config.extraction) for d in documents]
     all_questions = [dict(q, split=split) for split, qs in sorted(questions.items()) for q in qs]
     # NER runs on the question as query-time linking sees it (hoprag.linking.normalize_question).
     q_texts = [normalize_question(q["question"]) for q in all_questions]
-    q_keys = [ner_key(text, model_id) for text in q_texts]
+    q_keys = [ner_key(text, ner_model_id) for text in q_texts]
     cache = ExtractionCache(out)
     cached = cache.load()
     pending = _uncached(TASK_OPENIE, keys, [d.text for d in documents], cached)
@@ -386,7 +388,12 @@ def _build_index_locked(
         all_questions,
         mentions,
         _previous_state(previous, config),
-        {"llm_model_id": model_id, "prompt_version": PROMPT_VERSION},
+        # the linker reuses the stored question links under the same NER model id
+        {
+            "llm_model_id": expected_model_id(config.llm),
+            "ner_model_id": ner_model_id,
+            "prompt_version": PROMPT_VERSION,
+        },
         started,
     )
     return summary

@@ -95,7 +95,7 @@ def fold_result(
     row: dict[str, Any],
     assembler: DocumentAssembler,
     style: str,
-    model_id: str,
+    ner_model_id: str,
     student_tasks: Set[str] = frozenset(),
 ) -> ExtractionRecord | None:
     """Turn one generated row into a finished record (NER rows, or a document's last passage);
@@ -110,7 +110,7 @@ def fold_result(
     text = str(row["text"])
     if row["task"] == TASK_NER:
         fmt = ner_prompt(text, style, student=TASK_NER in student_tasks).output_format  # type: ignore[arg-type]
-        return ner_record(str(row["doc_key"]), text, completion, model_id, fmt)
+        return ner_record(str(row["doc_key"]), text, completion, ner_model_id, fmt)
     fmt = openie_prompt(text, style, student=TASK_OPENIE in student_tasks).output_format  # type: ignore[arg-type]
     return assembler.add(PassageJob(str(row["doc_key"]), text), completion, fmt)
 

@@ -23,6 +23,7 @@ class RemoteLLM:
         self._handle = handle
         self._timeout_s = timeout_s
         self._info: tuple[str, PromptStyle, frozenset[str]] | None = None
+        self._task_model_ids: dict[str, str] = {}
 
     def _describe(self) -> tuple[str, PromptStyle, frozenset[str]]:
         if self._info is None:
@@ -33,6 +34,14 @@ class RemoteLLM:
     @property
     def model_id(self) -> str:
         return self._describe()[0]
+
+    def task_model_id(self, task: str) -> str:
+        """The id of the weights the deployment answers ``task`` with (asked once per task)."""
+        if task not in self._task_model_ids:
+            self._task_model_ids[task] = self._handle.task_model_id.remote(task).result(
+                timeout_s=self._timeout_s
+            )
+        return self._task_model_ids[task]
 
     @property
     def prompt_style(self) -> PromptStyle:

@@ -111,6 +111,8 @@ def run_eval_run(args: argparse.Namespace) -> int:
     from hoprag.config import load_config
 
     overrides = list(args.overrides)
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"eval run: --limit must be at least 1, got {args.limit}")
     if args.index:
         from evaluation.config import default_systems, resolve_benchmark
 
@@ -139,6 +141,9 @@ def run_eval_run(args: argparse.Namespace) -> int:
         if args.out is not None:
             overrides.append(f"out={args.out}")
         config = load_config(EvalConfig, args.config, overrides)
+        if args.limit is not None:  # the flag counts over the config's own limits, as with --index
+            limited = [b.model_copy(update={"limit": args.limit}) for b in config.benchmarks]
+            config = config.model_copy(update={"benchmarks": limited})
     else:
         raise UserError("eval run: give --config FILE.yaml or --index INDEX_DIR ... --out EVAL_DIR")
     return _run_eval_config(config)

@@ -32,7 +32,7 @@ from hoprag.embedding import Embedder
 from hoprag.extraction.parsing import parse_entity_list
 from hoprag.extraction.prompts import PROMPT_VERSION, ner_prompt
 from hoprag.linking.config import LinkingConfig
-from hoprag.llm.base import LLM, TASK_NER, Completion, uses_student_prompt
+from hoprag.llm.base import LLM, TASK_NER, Completion, task_model_id, uses_student_prompt
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
 from hoprag.text import dictionary_mentions, normalize_entity
 from hoprag.vectorsearch import ExactSearch, VectorSearch
@@ -160,7 +160,8 @@ class QuestionLinker:
 
     @property
     def model_id(self) -> str:
-        return self.llm.model_id if self.llm is not None and self.config.use_llm_ner else ""
+        """The id of the weights that answer this linker's NER prompts ("" without LLM NER)."""
+        return task_model_id(self.llm, TASK_NER) if self.llm is not None and self.config.use_llm_ner else ""
 
     def link(
         self, questions: Sequence[str], ledgers: Sequence[CallLedger] | None = None
@@ -243,7 +244,8 @@ class QuestionLinker:
             and (
                 not self.config.use_llm_ner
                 or (
-                    manifest.get("llm_model_id") == self.model_id
+                    # indexes built before ner_model_id was recorded: their one model's id
+                    manifest.get("ner_model_id", manifest.get("llm_model_id")) == self.model_id
                     and manifest.get("prompt_version") == PROMPT_VERSION
                 )
             )

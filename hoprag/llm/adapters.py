@@ -189,6 +189,27 @@ def check_adapter_list(value: str | list[str] | None) -> str | list[str] | None:
     return value
 
 
+def adapters_id_suffix(adapters: Sequence[Path], setting: str) -> str:
+    """The part of a backend's model id naming its adapters: ``+adapter:<content hash>`` per
+    adapter, in order ("" without). Several adapters that cannot be routed by task fail here
+    (:func:`task_routes`), before any weights load."""
+    if not adapters:
+        return ""
+    task_routes(adapters, setting)
+    return "".join(f"+adapter:{adapter_fingerprint(a, setting)}" for a in adapters)
+
+
+def task_adapter_id_suffix(adapters: Sequence[Path], task: str, setting: str) -> str:
+    """The part of the model id of the weights a prompt of ``task`` runs on: ``+adapter:<hash>`` of
+    the adapter :func:`adapter_for_task` picks, "" for the base weights. With one adapter serving
+    the task this is :func:`adapters_id_suffix` itself, so caches keyed on a task's id (extraction,
+    question NER) stay valid when students of other tasks are added beside it."""
+    if not adapters:
+        return ""
+    index = adapter_for_task(task_routes(adapters, setting), len(adapters), task)
+    return "" if index is None else f"+adapter:{adapter_fingerprint(adapters[index], setting)}"
+
+
 def adapter_paths(value: str | list[str] | None, *, packaged_fits: bool) -> tuple[Path, ...]:
     """A backend's ``adapter`` setting (one directory, a list, or null) as directories in the
     configured order; :data:`PACKAGED_STUDENT` names :func:`packaged_student_dir`, or is dropped

@@ -137,6 +137,18 @@ class BackendSpec:
     constructor: Callable[[Any], LLM]  # config section -> LLM; heavy engines import inside
     model_id: Callable[[Any], str]
     needs: str  # what its config section must give (for the error when the section is missing)
+    task_model_id: Callable[[Any, str], str] | None = None
+    """(config section, task) -> the id of the weights that task's prompts run on, for backends
+    that route tasks to adapters; ``None``: every task runs on ``model_id``'s weights."""
+
+
+def task_model_id(llm: object, task: str) -> str:
+    """The id of the weights ``llm`` answers prompts of ``task`` with: its ``task_model_id(task)``
+    where it routes tasks to adapters (a list of distilled students), else its ``model_id``. What
+    caches of one task's outputs key on (extraction, question NER), so adding a student of another
+    task does not invalidate them."""
+    routed = getattr(llm, "task_model_id", None)
+    return str(routed(task)) if callable(routed) else str(llm.model_id)  # type: ignore[attr-defined]
 
 
 def truncate_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:

@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, field_validator
 
 from hoprag.config import StrictModel
-from hoprag.llm.adapters import PACKAGED_STUDENT, adapter_paths, check_adapter_list
+from hoprag.llm.adapters import (
+    PACKAGED_STUDENT,
+    adapter_paths,
+    adapters_id_suffix,
+    check_adapter_list,
+    task_adapter_id_suffix,
+)
 from hoprag.llm.base import (
     BackendSpec,
     Completion,
@@ -45,6 +51,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 EMBEDDED_MODEL_NAME = "gemma-3-270m-q4_k_m"
+ADAPTER_SETTING = "llm.embedded.adapter"  # the setting named in adapter errors
 
 
 class EmbeddedLLMConfig(StrictModel):
@@ -104,16 +111,20 @@ class EmbeddedLLMConfig(StrictModel):
 
 
 def embedded_model_id(config: EmbeddedLLMConfig) -> str:
-    """``embedded:<model>@<compute dtype>`` (``+adapter:<content hash>`` per adapter); part of
-    every extraction-cache key. The dtype is the one the model runs in (``auto`` decided), since
-    bf16 and fp32 can write different outputs."""
-    base = f"embedded:{config.model_path or EMBEDDED_MODEL_NAME}@{config.compute_dtype}"
-    if not config.adapter_dirs:
-        return base
-    from hoprag.llm.adapters import adapter_fingerprint, task_routes
+    """``embedded:<model>@<compute dtype>`` (``+adapter:<content hash>`` per adapter): the id of
+    the whole model. The dtype is the one the model runs in (``auto`` decided), since bf16 and fp32
+    can write different outputs."""
+    return _base_model_id(config) + adapters_id_suffix(config.adapter_dirs, ADAPTER_SETTING)
 
-    task_routes(config.adapter_dirs)  # several adapters that cannot be routed fail here, before a load
-    return base + "".join(f"+adapter:{adapter_fingerprint(d)}" for d in config.adapter_dirs)
+
+def embedded_task_model_id(config: EmbeddedLLMConfig, task: str) -> str:
+    """The id of the weights a prompt of ``task`` runs on (the base and the adapter serving the
+    task, :func:`~hoprag.llm.adapters.task_adapter_id_suffix`); part of extraction-cache keys."""
+    return _base_model_id(config) + task_adapter_id_suffix(config.adapter_dirs, task, ADAPTER_SETTING)
+
+
+def _base_model_id(config: EmbeddedLLMConfig) -> str:
+    return f"embedded:{config.model_path or EMBEDDED_MODEL_NAME}@{config.compute_dtype}"
 
 
 def _torch_dtype(name: str) -> torch.dtype:
@@ -231,6 +242,7 @@ class EmbeddedLLM:
         # the id of the weights loaded now, computed once: cache keys ask for it per prompt, and
         # with adapters it hashes their files and reads their student.json
         self._model_id = embedded_model_id(self.config)
+        self._task_model_ids: dict[str, str] = {}
         self._stop_criteria: dict[tuple[str, ...], object] = {}  # see _stop_string_criterion
         self._name = self.config.model_path or EMBEDDED_MODEL_NAME
         self.streams_cancelled = 0  # streams whose consumer stopped before generation ended
@@ -240,6 +252,13 @@ class EmbeddedLLM:
     @property
     def model_id(self) -> str:
         return self._model_id
+
+    def task_model_id(self, task: str) -> str:
+        """The id of the weights this model answers ``task`` with (:func:`embedded_task_model_id`)."""
+        found = self._task_model_ids.get(task)
+        if found is None:  # computed once per task: it hashes the adapter's files
+            found = self._task_model_ids[task] = embedded_task_model_id(self.config, task)
+        return found
 
     @property
     def student_tasks(self) -> frozenset[str]:
@@ -460,4 +479,5 @@ BACKEND = BackendSpec(
     constructor=EmbeddedLLM,
     model_id=embedded_model_id,
     needs="optional: model_path, dtype, ...",
+    task_model_id=embedded_task_model_id,
 )

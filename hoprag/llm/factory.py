@@ -14,7 +14,15 @@ from pydantic import Field, model_validator
 
 from hoprag.config import StrictModel
 from hoprag.llm import embedded, openai_compat, reference, vllm_backend
-from hoprag.llm.base import LLM, BackendSpec, Completion, GenerationParams, Prompt, PromptStyle
+from hoprag.llm.base import (
+    LLM,
+    BackendSpec,
+    Completion,
+    GenerationParams,
+    Prompt,
+    PromptStyle,
+    task_model_id,
+)
 from hoprag.llm.embedded import EmbeddedLLMConfig
 from hoprag.llm.openai_compat import OpenAICompatibleConfig
 from hoprag.llm.reference import ReferenceLLMConfig
@@ -58,12 +66,17 @@ def build_llm(config: LLMBackendConfig) -> LLM:
     return BACKENDS[config.backend].constructor(config.section())
 
 
-def expected_model_id(config: LLMBackendConfig) -> str:
-    """The ``model_id`` the configured backend will report, known without loading it.
+def expected_model_id(config: LLMBackendConfig, task: str | None = None) -> str:
+    """The ``model_id`` the configured backend will report, known without loading it; with a
+    ``task``, the id of the weights that task's prompts run on (``task_model_id``: they differ
+    only for a backend serving several students).
 
     Extraction-cache keys need it before any model is loaded (to decide what to skip).
     """
-    return BACKENDS[config.backend].model_id(config.section())
+    spec = BACKENDS[config.backend]
+    if task is not None and spec.task_model_id is not None:
+        return spec.task_model_id(config.section(), task)
+    return spec.model_id(config.section())
 
 
 class LazyLLM:
@@ -95,6 +108,13 @@ class LazyLLM:
     @property
     def model_id(self) -> str:
         return self._llm.model_id if self._llm is not None else expected_model_id(self.config)
+
+    def task_model_id(self, task: str) -> str:
+        """The id of the weights ``task`` runs on (:func:`~hoprag.llm.base.task_model_id`), known
+        without loading the model."""
+        if self._llm is not None:
+            return task_model_id(self._llm, task)
+        return expected_model_id(self.config, task)
 
     @property
     def prompt_style(self) -> PromptStyle:

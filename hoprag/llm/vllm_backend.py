@@ -79,9 +79,11 @@ from hoprag.llm.adapters import (
     adapter_fingerprint,
     adapter_for_task,
     adapter_paths,
+    adapters_id_suffix,
     check_adapter_list,
     lora_rank,
     read_student_meta,
+    task_adapter_id_suffix,
     task_routes,
 )
 from hoprag.llm.base import (
@@ -285,14 +287,16 @@ class VLLMConfig(BaseModel):
 
 
 def vllm_model_id(config: VLLMConfig) -> str:
-    """``vllm:<model>`` (``+adapter:<content hash>`` per adapter, as the embedded backend); part of
-    every extraction-cache key. Several adapters that cannot be routed by task fail here
+    """``vllm:<model>`` (``+adapter:<content hash>`` per adapter, as the embedded backend): the id of
+    the whole engine. Several adapters that cannot be routed by task fail here
     (:func:`~hoprag.llm.adapters.task_routes`), before an engine is built."""
-    base = f"vllm:{config.model}"
-    if not config.adapter_dirs:
-        return base
-    task_routes(config.adapter_dirs, ADAPTER_SETTING)
-    return base + "".join(f"+adapter:{adapter_fingerprint(d, ADAPTER_SETTING)}" for d in config.adapter_dirs)
+    return f"vllm:{config.model}" + adapters_id_suffix(config.adapter_dirs, ADAPTER_SETTING)
+
+
+def vllm_task_model_id(config: VLLMConfig, task: str) -> str:
+    """The id of the weights a prompt of ``task`` runs on (the base and the LoRA serving the task);
+    part of extraction-cache keys."""
+    return f"vllm:{config.model}" + task_adapter_id_suffix(config.adapter_dirs, task, ADAPTER_SETTING)
 
 
 # -- LoRA adapter -------------------------------------------------------------------------------
@@ -489,6 +493,10 @@ class VLLMEngineLLM:
     @property
     def model_id(self) -> str:
         return vllm_model_id(self.config)
+
+    def task_model_id(self, task: str) -> str:
+        """The id of the weights this engine answers ``task`` with (:func:`vllm_task_model_id`)."""
+        return vllm_task_model_id(self.config, task)
 
     @property
     def prompt_style(self) -> PromptStyle:
@@ -831,4 +839,5 @@ BACKEND = BackendSpec(
     constructor=VLLMEngineLLM,
     model_id=vllm_model_id,
     needs="model, ...",
+    task_model_id=vllm_task_model_id,
 )

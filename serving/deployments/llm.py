@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from ray import serve
 
-from hoprag.llm.base import Completion, GenerationParams, Prompt, PromptStyle
+from hoprag.llm.base import Completion, GenerationParams, Prompt, PromptStyle, task_model_id
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.llm.streaming import CancelToken, StreamItem
 
@@ -22,6 +22,10 @@ class LLMDeployment:
     def describe(self) -> tuple[str, PromptStyle, list[str]]:
         """Model id, prompt style and (for a distilled student) the tasks with student prompts."""
         return self._llm.model_id, self._llm.prompt_style, sorted(getattr(self._llm, "student_tasks", ()))
+
+    def task_model_id(self, task: str) -> str:
+        """The id of the weights ``task`` runs on (:func:`hoprag.llm.base.task_model_id`)."""
+        return task_model_id(self._llm, task)
 
     def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
         return self._llm.generate(prompts, params)

@@ -156,6 +156,27 @@ def test_eval_run_refuses_in_one_line_per_pair_before_ray_starts(
     assert "graph.jsonl: retriever_weights:" in err and "system:" in err
 
 
+def test_eval_run_limit_applies_to_a_config_s_benchmarks(tmp_path, small_index, monkeypatch) -> None:
+    """``--limit`` with ``--config`` caps every benchmark of the file (it was silently ignored)."""
+    from hoprag.cli import main
+
+    config = _config(tmp_path / "eval", small_index, "dense")
+    config_file = tmp_path / "eval.yaml"
+    config_file.write_text(yaml.safe_dump(config.model_dump(mode="json")))
+    import evaluation.runner
+
+    seen: list[EvalConfig] = []
+    monkeypatch.setattr(
+        evaluation.runner, "run_evaluation", lambda c, command=None: seen.append(c) or {"results": []}
+    )
+    assert main(["eval", "run", "--config", str(config_file), "--limit", "3"]) == 0
+    assert main(["eval", "run", "--config", str(config_file)]) == 0
+    assert [b.limit for b in seen[0].benchmarks] == [3]
+    assert [b.limit for b in seen[1].benchmarks] == [None]  # without the flag the file's own
+    assert main(["eval", "run", "--config", str(config_file), "--limit", "0"]) == 2
+    assert len(seen) == 2
+
+
 def test_an_index_rebuilt_in_place_is_refused(tmp_path, small_index) -> None:
     import shutil
 

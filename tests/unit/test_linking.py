@@ -60,6 +60,26 @@ def test_stored_links_serve_as_the_cache_only_for_the_same_llm(ner_index, embedd
     assert len(other.calls) == len(questions)  # another model: linked again, with that model
 
 
+@dataclass
+class NamesNERWithPlanner(NamesNER):
+    """The same NER weights served beside a planner student: the model's whole id names both, the
+    id of the weights answering NER is the NER model's alone."""
+
+    model_id: str = "names-ner+adapter:planner"
+
+    def task_model_id(self, task: str) -> str:
+        return "names-ner" if task == "ner" else self.model_id
+
+
+def test_stored_links_are_reused_when_a_student_of_another_task_is_added(ner_index, embedder) -> None:
+    questions = [q for q, *_ in FILM_QUESTIONS]
+    routed = NamesNERWithPlanner()
+    linker = QuestionLinker(ner_index, embedder, routed)
+    assert linker.model_id == "names-ner"
+    assert linker.link(questions)[1].entities == ("payment on demand",)
+    assert routed.calls == []  # the NER weights that linked them at index time: no call
+
+
 def test_a_variant_spelling_is_linked_by_ner_and_cached(ner_index, embedder) -> None:
     llm = NamesNER()
     linker = QuestionLinker(ner_index, embedder, llm)

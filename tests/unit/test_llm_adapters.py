@@ -10,13 +10,20 @@ import pytest
 
 from evaluation.judge import judge_prompt
 from hoprag.extraction.prompts import STUDENT_PROMPT_VERSION, ner_prompt, openie_prompt
-from hoprag.llm.adapters import AdapterError, adapter_fingerprint, adapter_for_task, read_student_meta
+from hoprag.llm.adapters import (
+    AdapterError,
+    adapter_fingerprint,
+    adapter_for_task,
+    adapters_id_suffix,
+    read_student_meta,
+    task_adapter_id_suffix,
+)
 from hoprag.llm.base import GenerationParams, PromptSpec, uses_student_prompt
-from hoprag.llm.embedded import EmbeddedLLMConfig, embedded_model_id
-from hoprag.llm.factory import LazyLLM, LLMBackendConfig
+from hoprag.llm.embedded import EmbeddedLLMConfig, embedded_model_id, embedded_task_model_id
+from hoprag.llm.factory import LazyLLM, LLMBackendConfig, expected_model_id
 from hoprag.planner import prompts as P
 from indexing.config import ExtractionConfig
-from indexing.extract import extract_documents, extract_question_mentions
+from indexing.extract import extract_documents, extract_question_mentions, extraction_model_id
 from tests.support.scripted_llm import RuleBasedLLM
 from tests.support.tiny_gemma import tiny_gemma
 
@@ -239,3 +246,40 @@ def test_merging_beside_the_base_leaves_the_base_untouched_and_shares_what_the_a
     wider.model.layers[0].self_attn.q_proj = torch.nn.Linear(32, 48, bias=False)  # another model's shape
     with pytest.raises(AdapterError, match="does not fit"):
         merged_beside(wider, tmp_path / "adapter")
+
+
+def test_a_tasks_model_id_names_only_the_adapter_serving_it(tmp_path: Path) -> None:
+    planner = _adapter(tmp_path / "planner", ["plan", "update"])
+    shipped = EmbeddedLLMConfig()
+    both = EmbeddedLLMConfig(adapter=["packaged", str(planner)])
+    base = EmbeddedLLMConfig(adapter=None)
+    # the shipped student alone: every task's id is the model's id (caches made before keep their keys)
+    assert {embedded_task_model_id(shipped, t) for t in ("openie", "ner", "answer")} == {
+        embedded_model_id(shipped)
+    }
+    # beside a planner student: OpenIE and NER keep the shipped student's id, plan gets the planner's
+    assert embedded_task_model_id(both, "openie") == embedded_model_id(shipped) != embedded_model_id(both)
+    assert (
+        embedded_task_model_id(both, "plan")
+        == embedded_model_id(base) + f"+adapter:{adapter_fingerprint(planner)}"
+    )
+    assert embedded_task_model_id(both, "judge") == embedded_model_id(base)  # no student: the base weights
+    assert embedded_task_model_id(EmbeddedLLMConfig(adapter=str(planner)), "openie") == embedded_model_id(
+        base
+    )
+    config = LLMBackendConfig.model_validate({"embedded": both.model_dump()})
+    assert expected_model_id(config) == embedded_model_id(both)
+    assert expected_model_id(config, "ner") == embedded_model_id(shipped)
+    lazy = LazyLLM(config)
+    assert lazy.task_model_id("ner") == embedded_model_id(shipped) and not lazy.loaded
+    assert adapters_id_suffix((), "s") == task_adapter_id_suffix((), "openie", "s") == ""
+
+
+def test_a_documents_extraction_key_names_the_weights_of_its_extraction_tasks() -> None:
+    ids = {"openie": "m+adapter:s", "ner": "m+adapter:s", "plan": "m+adapter:p"}
+    one_step, two_step = ExtractionConfig(), ExtractionConfig(mode="two_step")
+    assert extraction_model_id(ids.__getitem__, one_step) == "m+adapter:s"
+    assert extraction_model_id(ids.__getitem__, two_step) == "m+adapter:s"  # one student does both
+    split = {"openie": "m+adapter:s", "ner": "m"}  # NER on the base weights: both ids in the key
+    assert extraction_model_id(split.__getitem__, two_step) == "m|m+adapter:s"
+    assert extraction_model_id(split.__getitem__, one_step) == "m+adapter:s"

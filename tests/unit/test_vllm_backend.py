@@ -642,6 +642,12 @@ def test_engine_llm_serves_each_task_through_the_student_trained_on_it(
         f"vllm:org/m+adapter:{adapter_fingerprint(shipped)}+adapter:{adapter_fingerprint(planner)}"
     )
     assert llm.student_tasks == {"openie", "ner", "answer", "plan", "update"}
+    # the weights a task runs on: what extraction and NER caches key on
+    assert llm.task_model_id("openie") == vllm_model_id(VLLMConfig(model="org/m", adapter=str(shipped)))
+    assert llm.task_model_id("update") == f"vllm:org/m+adapter:{adapter_fingerprint(planner)}"
+    assert llm.task_model_id("judge") == "vllm:org/m"
+    vllm_llm = LLMBackendConfig.model_validate({"backend": "vllm", "vllm": cfg.model_dump()})
+    assert expected_model_id(vllm_llm, "ner") == llm.task_model_id("ner")
     first, second = (FakeLoRARequest(**kwargs) for kwargs in lora_requests_kwargs(cfg))
     assert (first.lora_int_id, second.lora_int_id) == (1, 2) and first.lora_path == str(shipped.resolve())
     for task in ("openie", "plan", "answer", "update", "judge", None):
