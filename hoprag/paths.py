@@ -14,3 +14,7 @@ def cache_dir() -> Path:
 
 # The packaged sample corpus (60 documents in the GFM-RAG raw layout) that `hoprag demo` indexes.
 SAMPLE_CORPUS = Path(__file__).parent / "data" / "sample"
+
+# The general GLM retriever shipped with hoprag (a LoRA MiniLM GLM; retriever spec and --init name
+# "packaged-glm"): hoprag/data/glm/README.md says how it was trained.
+PACKAGED_GLM = Path(__file__).parent / "data" / "glm"

@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from hoprag.config import describe_errors
-from hoprag.glm.artifact import TOKENIZER_DIR, WEIGHTS, RetrieverLoadError, read_retriever_meta
+from hoprag.glm.artifact import (
+    TOKENIZER_DIR,
+    WEIGHTS,
+    RetrieverLoadError,
+    read_retriever_meta,
+    retriever_path,
+)
 from hoprag.glm.backbone import EMBEDDED, BackboneConfig
 from hoprag.glm.settings import GLMSettings
 from training.config import TrainConfig
@@ -58,7 +64,7 @@ def resolve_init(config: TrainConfig, out: Path) -> tuple[TrainConfig, dict[str,
     config's explicit ones) and the record of the init source for the exported ``retriever.json``."""
     if config.init is None:
         raise ValueError("resolve_init needs a config with init set")
-    given = Path(config.init).expanduser()
+    given = retriever_path(Path(config.init).expanduser())
     if not given.exists():
         raise InitError(f"init retriever {given} does not exist")
     try:
@@ -176,7 +182,10 @@ def retriever_backbone(meta: dict[str, Any]) -> dict[str, Any]:
         )
     elif kind == "t5" and name == EMBEDDED and isinstance(meta.get("t5_config"), dict):
         values.update({f: meta["t5_config"].get(f) for f in _EMBEDDED_T5_FIELDS})
-    return {k: v for k, v in values.items() if v is not None}
+    values = {k: v for k, v in values.items() if v is not None}
+    if kind == "bert":  # null (every weight trained) is a recorded choice too
+        values["lora"] = entry.get("lora")
+    return values
 
 
 def weights_sha256(path: Path) -> str:
@@ -204,10 +213,11 @@ def _check_weights_header(path: Path) -> None:
 
 
 def _backbone_conflicts(requested: BackboneConfig, recorded: dict[str, Any]) -> list[str]:
+    values = requested.model_dump(mode="json")
     return [
-        f"backbone.{field}={getattr(requested, field)!r}"
+        f"backbone.{field}={values[field]!r}"
         for field in sorted(requested.model_fields_set)
-        if field in recorded and getattr(requested, field) != recorded[field]
+        if field in recorded and values[field] != recorded[field]
     ]
 
 
@@ -228,7 +238,8 @@ def _architecture_conflicts(requested: GLMSettings, recorded: GLMSettings) -> li
 
 def _describe_backbone(meta: dict[str, Any], values: dict[str, Any]) -> str:
     kind = (meta.get("backbone") or {"kind": "t5"}).get("kind")
-    details = ", ".join(f"{k}={v}" for k, v in values.items() if k != "model")
+    shown = {**values, "lora": _describe_lora(values["lora"])} if "lora" in values else values
+    details = ", ".join(f"{k}={v}" for k, v in shown.items() if k != "model")
     name = repr(values["model"]) if "model" in values else "(unnamed)"
     return f"{name} ({kind}{', ' + details if details else ''})"
 
@@ -241,3 +252,7 @@ def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
         else:
             merged[key] = value
     return merged
+
+
+def _describe_lora(lora: dict[str, Any] | None) -> str:
+    return "none" if lora is None else f"rank {lora.get('rank')}"

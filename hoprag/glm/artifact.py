@@ -16,6 +16,8 @@ FORMAT_VERSION = 1
 RETRIEVER_CONFIG = "retriever.json"
 WEIGHTS = "model.safetensors"
 TOKENIZER_DIR = "tokenizer"
+# The name that stands for the GLM shipped with hoprag wherever a retriever directory is read.
+PACKAGED_GLM_NAME = "packaged-glm"
 # What a retriever directory can hold: the GLM (hoprag.glm) or the GNN baseline (hoprag.gnn).
 RETRIEVER_KINDS = ("glm", "gnn")
 
@@ -24,9 +26,16 @@ class RetrieverLoadError(ValueError):
     """A retriever directory that is missing, from another format version, or corrupted."""
 
 
+def retriever_path(path: str | Path) -> Path:
+    """A retriever as given: :data:`PACKAGED_GLM_NAME` → the shipped GLM's directory, else the path."""
+    from hoprag.paths import PACKAGED_GLM
+
+    return PACKAGED_GLM if str(path) == PACKAGED_GLM_NAME else Path(path)
+
+
 def resolve_retriever_dir(path: str | Path) -> Path:
-    """``RUN_DIR`` or ``RUN_DIR/retriever`` → the directory holding ``retriever.json``."""
-    p = Path(path)
+    """``RUN_DIR`` or ``RUN_DIR/retriever`` (or ``packaged-glm``) → the directory holding ``retriever.json``."""
+    p = retriever_path(path)
     for candidate in (p, p / "retriever"):
         if (candidate / RETRIEVER_CONFIG).is_file():
             return candidate

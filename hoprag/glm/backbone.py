@@ -23,6 +23,7 @@ from pydantic import Field, field_validator, model_validator
 
 from hoprag.config import StrictModel
 from hoprag.embedding import packaged_minilm_path
+from hoprag.glm.lora import GLMLoRAConfig
 
 if TYPE_CHECKING:
     from transformers import BertModel, PreTrainedTokenizerBase, T5EncoderModel
@@ -55,6 +56,12 @@ class BackboneConfig(StrictModel):
         description="BERT backbones only: the lowest K layers read each node label (and the question) on its "
         "own, with no graph bias, frozen pretrained weights and no dropout, run without autograd; the graph "
         "bias and training start at layer K (at least one layer must remain). 0: every layer sees the graph.",
+    )
+    lora: GLMLoRAConfig | None = Field(
+        default=None,
+        description="BERT backbones only: train LoRA updates (and the LayerNorms) instead of the pretrained "
+        "weights; the export then stores only what training changed (a few MB instead of ~90) and reads the "
+        "rest from the backbone's checkpoint. null: train every weight.",
     )
     num_layers: int = Field(default=4, ge=1, description="Embedded T5 only: encoder layers.")
     num_heads: int = Field(
@@ -91,6 +98,10 @@ class BackboneConfig(StrictModel):
             )
         if self.frozen_local_layers and self.model == EMBEDDED:
             raise ValueError("frozen_local_layers applies to BERT backbones, not the embedded T5")
+        if self.lora is not None and self.model == EMBEDDED:
+            raise ValueError("lora applies to BERT backbones, not the embedded T5")
+        if self.lora is not None and self.frozen_local_layers:
+            raise ValueError("lora and frozen_local_layers are two ways to freeze the backbone: choose one")
         return self
 
 
@@ -153,6 +164,7 @@ def build_graph_encoder(
             absolute_positions=config.absolute_positions,
             name=config.model,
             frozen_local_layers=config.frozen_local_layers,
+            lora=config.lora,
         )
         if config.attention_dropout is not None:
             encoder.set_attention_dropout(config.attention_dropout)
@@ -164,6 +176,8 @@ def build_graph_encoder(
         )
     if config.frozen_local_layers:
         raise ValueError(f"backbone.frozen_local_layers applies to BERT backbones; {config.model!r} is a T5")
+    if config.lora is not None:
+        raise ValueError(f"backbone.lora applies to BERT backbones; {config.model!r} is a T5")
     return GraphT5Encoder(backbone, global_graph, with_text, name=config.model)
 
 

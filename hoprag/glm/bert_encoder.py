@@ -18,6 +18,9 @@ The BERT weights are used unchanged. The GLM's graph structure enters in two pla
   depends on node order and saturates at the model's 512 positions); ``none`` adds no position
   embedding at all, leaving word order to the relative bias.
 
+``lora`` (:mod:`hoprag.glm.lora`; default none) trains low-rank updates of the linear layers and
+the LayerNorms instead of the pretrained weights, so an export stores a few MB.
+
 ``frozen_local_layers`` (default 0) splits the stack: the lowest K layers read every node label,
 and the question, on its own (attention only between tokens of the same node, no graph bias),
 with their pretrained weights frozen and without dropout, so they run without autograd and with
@@ -34,6 +37,7 @@ from torch import nn
 
 from hoprag.glm.encoder import GraphEncoder
 from hoprag.glm.levi import num_extra_buckets
+from hoprag.glm.lora import GLMLoRAConfig, add_lora
 
 AbsolutePositions = Literal["per_node", "sequence", "none"]
 ABSOLUTE_POSITIONS: tuple[AbsolutePositions, ...] = ("per_node", "sequence", "none")
@@ -54,6 +58,7 @@ class GraphBertEncoder(GraphEncoder):
         absolute_positions: AbsolutePositions = "per_node",
         name: str = "",
         frozen_local_layers: int = 0,
+        lora: GLMLoRAConfig | None = None,
     ) -> None:
         super().__init__()
         if absolute_positions not in ABSOLUTE_POSITIONS:
@@ -73,7 +78,10 @@ class GraphBertEncoder(GraphEncoder):
                 f"frozen_local_layers must be in [0, {cfg.num_hidden_layers - 1}] (at least one layer "
                 f"must see the graph), not {frozen_local_layers}"
             )
+        if lora is not None and frozen_local_layers:
+            raise ValueError("lora and frozen_local_layers are two ways to freeze the backbone: choose one")
         self.frozen_local_layers = frozen_local_layers
+        self.lora = lora
         rows = num_buckets + num_extra_buckets(global_graph, with_text)
         self.graph_bias = nn.Embedding(rows, cfg.num_attention_heads)
         nn.init.zeros_(self.graph_bias.weight)  # step 0 = the pretrained encoder
@@ -82,6 +90,8 @@ class GraphBertEncoder(GraphEncoder):
             backbone.embeddings.position_embeddings.weight.requires_grad_(False)
         for module in self._frozen_modules():  # no gradient reaches them: keep them out of the optimizer
             module.requires_grad_(False)
+        if lora is not None:
+            add_lora(backbone, lora)
         self.train(self.training)
 
     def _frozen_modules(self) -> list[nn.Module]:
@@ -110,6 +120,7 @@ class GraphBertEncoder(GraphEncoder):
             "max_distance": self.max_distance,
             "absolute_positions": self.absolute_positions,
             "frozen_local_layers": self.frozen_local_layers,
+            "lora": None if self.lora is None else self.lora.model_dump(mode="json"),
         }
 
     def set_attention_dropout(self, probability: float) -> None:

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from hoprag.glm.encoder import GraphEncoder
+from hoprag.glm.lora import is_lora_parameter
 
 # Parameters that start untrained train at the head's rate: the scorer, and the graph bias a BERT
 # backbone gains (zero at step 0; at the backbone's 1e-4 it would barely move in a short run).
@@ -60,10 +61,16 @@ class GLMRetrieverModel(nn.Module):
 
     def parameter_groups(self, head_lr: float, backbone_lr: float) -> list[dict[str, object]]:
         """Differential learning rates (paper: 5e-4 head, 1e-4 backbone; a BERT backbone's new graph
-        bias table trains with the head)."""
+        bias table and LoRA update matrices, both new and starting at zero, train with the head)."""
         head, backbone = [], []
         for name, param in self.named_parameters():
             if not param.requires_grad:
                 continue
-            (head if name.startswith(HEAD_PARAMETER_PREFIXES) else backbone).append(param)
+            (head if _trains_at_head_rate(name) else backbone).append(param)
         return [{"params": head, "lr": head_lr}, {"params": backbone, "lr": backbone_lr}]
+
+
+def _trains_at_head_rate(name: str) -> bool:
+    """New parameters (head, graph bias, LoRA updates: LoRA's usual rates are several times full
+    fine-tuning's) train at the head's rate; the pretrained ones at the backbone's."""
+    return name.startswith(HEAD_PARAMETER_PREFIXES) or is_lora_parameter(name)

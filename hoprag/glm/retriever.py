@@ -8,7 +8,10 @@ A retriever directory holds everything needed to serve it without network access
                          question-embedder settings; for a warm-started run (``hoprag train --init``)
                          also ``init``: the init retriever's path, weights SHA-256, backbone and its
                          own ``init``, if any
-    model.safetensors    weights of the whole GLM retriever network
+    model.safetensors    weights of the whole GLM retriever network; with a LoRA backbone
+                         (``backbone.lora``) only the trained ones (LoRA updates, LayerNorms,
+                         graph bias, head), and retriever.json records the SHA-256 of the
+                         pretrained weights they go with (``base_weights_sha256``)
     tokenizer/           the backbone tokenizer
 
 Loading rebuilds the encoder from the stored config (no download, even for t5-large) and checks
@@ -40,6 +43,7 @@ from hoprag.glm.artifact import (
 )
 from hoprag.glm.data import build_example, collate
 from hoprag.glm.encoder import GraphEncoder, GraphT5Encoder
+from hoprag.glm.lora import GLMLoRAConfig, frozen_weights_sha256, trained_parameter_names
 from hoprag.glm.model import GLMRetrieverModel
 from hoprag.glm.settings import GLMSettings
 from hoprag.kg.index import KGIndex
@@ -58,13 +62,19 @@ def save_retriever(
     run's weights came from (recorded as ``init`` in retriever.json)."""
     from safetensors.torch import save_file
 
+    lora = getattr(model.encoder, "lora", None) is not None
     with replace_directory(out_dir) as tmp:
         state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
         # T5 ties lm-free encoders' embed_tokens to shared: store each tensor once.
         state.pop("encoder.backbone.encoder.embed_tokens.weight", None)
+        if lora:  # the pretrained weights are the backbone checkpoint's: store what training changed
+            trained = trained_parameter_names(model)
+            state = {k: v for k, v in state.items() if k in trained}
         save_file(state, str(tmp / WEIGHTS), metadata={"format": "pt"})
         tokenizer.save_pretrained(str(tmp / TOKENIZER_DIR))
         backbone = model.encoder.describe()
+        if lora:
+            backbone["base_weights_sha256"] = frozen_weights_sha256(model.encoder.backbone)
         meta = {
             "format_version": FORMAT_VERSION,
             "kind": "glm",
@@ -104,7 +114,12 @@ def load_retriever_model(path: str | Path) -> tuple[GLMRetrieverModel, Any, GLMS
         state.setdefault(
             "encoder.backbone.encoder.embed_tokens.weight", state["encoder.backbone.shared.weight"]
         )
+    lora = (meta.get("backbone") or {}).get("lora") is not None
+    if lora:
+        _check_lora_base(directory, meta, model)
     missing, unexpected = model.load_state_dict(state, strict=False)
+    if lora:  # the stored tensors are exactly the trained ones; the rest is the checkpoint's
+        missing = [k for k in missing if k in trained_parameter_names(model)]
     if missing or unexpected:
         raise RetrieverLoadError(
             f"{directory / WEIGHTS} does not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})"
@@ -135,8 +150,11 @@ def _encoder_from_meta(directory: Path, meta: dict[str, Any], settings: GLMSetti
         )
     if kind == GraphBertEncoder.kind:
         try:
+            lora = backbone.get("lora")
             return GraphBertEncoder(
-                BertModel(BertConfig.from_dict(config), add_pooling_layer=False),
+                _lora_base(directory, backbone)
+                if lora is not None
+                else BertModel(BertConfig.from_dict(config), add_pooling_layer=False),
                 settings.global_graph,
                 settings.with_text,
                 num_buckets=int(backbone["num_buckets"]),
@@ -144,6 +162,7 @@ def _encoder_from_meta(directory: Path, meta: dict[str, Any], settings: GLMSetti
                 absolute_positions=backbone["absolute_positions"],
                 name=backbone.get("name", ""),
                 frozen_local_layers=int(backbone.get("frozen_local_layers", 0)),  # 0 before the option
+                lora=None if lora is None else GLMLoRAConfig.model_validate(lora),
             )
         except (KeyError, ValueError) as exc:
             raise RetrieverLoadError(
@@ -152,6 +171,33 @@ def _encoder_from_meta(directory: Path, meta: dict[str, Any], settings: GLMSetti
     raise RetrieverLoadError(
         f"{directory / RETRIEVER_CONFIG}: backbone kind {kind!r}, this hoprag reads t5 and bert"
     )
+
+
+def _lora_base(directory: Path, backbone: dict[str, Any]) -> Any:
+    """The pretrained BERT a LoRA export's updates go with, from its backbone checkpoint."""
+    from hoprag.glm.backbone import BackboneConfig, build_backbone
+
+    name = backbone.get("name")
+    if not name:
+        raise RetrieverLoadError(
+            f"{directory / RETRIEVER_CONFIG}: a LoRA backbone without its checkpoint name"
+        )
+    try:
+        return build_backbone(BackboneConfig(model=name))
+    except OSError as exc:
+        raise RetrieverLoadError(
+            f"{directory}: LoRA retriever on {name!r}, whose pretrained weights cannot be loaded here ({exc})"
+        ) from exc
+
+
+def _check_lora_base(directory: Path, meta: dict[str, Any], model: GLMRetrieverModel) -> None:
+    recorded = meta["backbone"].get("base_weights_sha256")
+    found = frozen_weights_sha256(model.encoder.backbone)  # type: ignore[attr-defined]
+    if recorded != found:
+        raise RetrieverLoadError(
+            f"{directory}: its LoRA updates were trained on other {meta['backbone'].get('name')!r} weights "
+            f"(sha256 {str(recorded)[:12]}…) than the ones found here ({found[:12]}…)"
+        )
 
 
 class GLMRetriever:

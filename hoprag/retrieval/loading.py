@@ -109,10 +109,12 @@ def _question_embedder(settings: Any, embedder: SentenceTransformerEmbedder) -> 
 
 
 def _glm_retriever(spec: str, index: KGIndex, embedder: SentenceTransformerEmbedder) -> Retriever:
+    from hoprag.glm.lora import merge_lora_updates
     from hoprag.glm.retriever import GLMRetriever, load_retriever_model
     from hoprag.retrieval.dense import DenseRetriever
 
     model, tokenizer, settings = load_retriever_model(Path(spec))
+    merge_lora_updates(model)  # serving and evaluation only read it
     return GLMRetriever(
         index,
         model,

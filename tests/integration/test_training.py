@@ -182,6 +182,32 @@ def test_init_warm_starts_from_an_exported_retriever(tmp_path, train_index, ray_
         )
 
 
+def test_a_lora_minilm_glm_trains_exports_only_its_updates_and_fine_tunes(tmp_path, train_index, ray_cluster):
+    """LoRA through Ray Train + DeepSpeed ZeRO-2: the pretrained weights never move, the export holds
+    the trained tensors only (and loads onto the packaged MiniLM), and a run with it as init trains its
+    updates on (what `hoprag demo` does with the shipped packaged-glm)."""
+    import torch
+    from safetensors.torch import load_file
+
+    lora = {"backbone": {"model": "minilm", "lora": {"rank": 4}}, "data": {"streaming": False}}
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_training(train_index, a, _config(2, **lora), RayConfig(address=ray_cluster))
+    weights_a = load_file(str(a / "retriever" / "model.safetensors"))
+    assert weights_a and all(
+        ".lora_" in k or ".LayerNorm." in k or not k.startswith("encoder.backbone.") for k in weights_a
+    )
+    assert any(".lora_B." in k and v.abs().sum() > 0 for k, v in weights_a.items())  # B moved off zero
+    assert (a / "retriever" / "model.safetensors").stat().st_size < 5_000_000
+    plain = {"backbone": {"model": "minilm"}, "data": {"streaming": False}}
+    run_training(train_index, b, _config(2, **plain, init=str(a)), RayConfig(address=ray_cluster))
+    weights_b = load_file(str(b / "retriever" / "model.safetensors"))
+    assert weights_b.keys() == weights_a.keys()  # still LoRA: the architecture is the init's
+    assert any(not torch.equal(weights_b[k], v) for k, v in weights_a.items() if ".lora_" in k)
+    index = KGIndex(train_index)
+    recall = evaluate_retrieval(index, load_retriever(str(b), index))
+    assert 0 <= recall["recall@2"] <= 1 and recall["n"] > 0
+
+
 def test_two_indexes_are_mixed_and_validated_per_index(tmp_path, train_index, second_index, ray_cluster):
     sources = [{"path": str(train_index), "name": "first"}, {"path": str(second_index), "name": "second"}]
     metrics = run_training(

@@ -10,6 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from hoprag.embedding import packaged_minilm_path
+from hoprag.glm.artifact import RetrieverLoadError
 from hoprag.glm.backbone import (
     BackboneConfig,
     backbone_summary,
@@ -20,6 +21,7 @@ from hoprag.glm.backbone import (
 from hoprag.glm.bert_encoder import GraphBertEncoder
 from hoprag.glm.data import collate
 from hoprag.glm.levi import bucket_ids, encode_levi_graph, pad_batch
+from hoprag.glm.lora import GLMLoRAConfig, merge_lora_updates
 from hoprag.glm.losses import retrieval_loss
 from hoprag.glm.model import GLMRetrieverModel
 from hoprag.glm.retriever import GLMSettings, load_retriever_model, save_retriever
@@ -346,3 +348,71 @@ def test_frozen_local_layers_are_validated(encoder):
         enc = GraphBertEncoder(build_graph_encoder(MINILM).backbone, frozen_local_layers=1)
         ids = torch.zeros(1, 3, dtype=torch.long)
         enc(ids, torch.zeros(1, 3, 3, dtype=torch.long), torch.ones(1, 3, 3, dtype=torch.bool), None)
+
+
+LORA = BackboneConfig(model="minilm", lora=GLMLoRAConfig(rank=4))
+
+
+def test_lora_backbone_starts_as_minilm_and_trains_only_updates_layer_norms_bias_and_head(
+    glm_index, minilm_glm, tok, embedder
+):
+    torch.manual_seed(0)
+    model = GLMRetrieverModel(build_graph_encoder(LORA), question_dim=384)
+    model.load_state_dict(minilm_glm.state_dict(), strict=False)  # same head, graph bias and MiniLM
+    batch = collate([ember_example(glm_index, tok, embedder)], tok.pad_token_id, 32, 128)
+    with torch.no_grad():
+        assert torch.allclose(model.eval()(batch), minilm_glm(batch), atol=1e-5)  # B = 0 at step 0
+    model.train()
+    retrieval_loss(model(batch), batch.labels, batch.entity_mask).backward()
+    trained = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert all(".lora_" in n or ".LayerNorm." in n or not n.startswith("encoder.backbone.") for n in trained)
+    assert not model.encoder.backbone.embeddings.word_embeddings.weight.requires_grad
+    query = model.encoder.backbone.encoder.layer[5].attention.self.query
+    assert (
+        query.base_layer.weight.grad is None and query.lora_B["default"].weight.grad.abs().sum() > 0
+    )  # A's is 0 while B = 0
+    head, backbone = model.parameter_groups(5e-4, 1e-4)
+    assert any(p is query.lora_B["default"].weight for p in head["params"])  # new: the head's rate
+    assert {id(p) for g in (head, backbone) for p in g["params"]} == {
+        id(p) for p in model.parameters() if p.requires_grad
+    }
+    assert sum(p.numel() for p in model.parameters() if p.requires_grad) < 1_000_000
+
+
+def test_lora_export_stores_only_trained_weights_and_checks_its_base(tmp_path, glm_index, tok, embedder):
+    torch.manual_seed(0)
+    model = GLMRetrieverModel(build_graph_encoder(LORA), question_dim=384).eval()
+    with torch.no_grad():  # a trained-looking update, so a lost one would show
+        for param in model.parameters():
+            if param.requires_grad:
+                param.add_(0.05 * torch.randn_like(param))
+    ex, ex2 = _example_and_its_reversal(glm_index, tok, embedder)
+    batch = collate([ex], tok.pad_token_id, 32, 128)
+    with torch.no_grad():  # LoRA keeps the GLM's permutation invariance
+        assert torch.allclose(
+            model(batch)[0], model(collate([ex2], tok.pad_token_id, 32, 128))[0].flip(0), atol=1e-4
+        )
+    out = save_retriever(tmp_path / "r", model, tok, GLMSettings())
+    stored = load_file(out / "model.safetensors")
+    assert set(stored) == {n for n, p in model.named_parameters() if p.requires_grad}
+    assert (out / "model.safetensors").stat().st_size < 5_000_000  # vs ~92 MB for the full network
+    meta = json.loads((out / "retriever.json").read_text())
+    assert meta["backbone"]["lora"]["rank"] == 4 and len(meta["backbone"]["base_weights_sha256"]) == 64
+    loaded, _, _ = load_retriever_model(out)
+    with torch.no_grad():
+        assert torch.equal(model(batch), loaded(batch))
+        assert merge_lora_updates(loaded) == 6 * 6 and merge_lora_updates(loaded) == 0  # all, once
+        assert torch.allclose(model(batch), loaded(batch), atol=1e-4)  # what retrieval runs
+    meta["backbone"]["base_weights_sha256"] = "0" * 64  # updates trained on other pretrained weights
+    (out / "retriever.json").write_text(json.dumps(meta))
+    with pytest.raises(RetrieverLoadError, match="trained on other 'minilm' weights"):
+        load_retriever_model(out)
+
+
+def test_lora_is_validated(encoder):
+    with pytest.raises(ValueError, match="BERT backbones"):
+        BackboneConfig(lora=GLMLoRAConfig())
+    with pytest.raises(ValueError, match="choose one"):
+        BackboneConfig(model="minilm", lora=GLMLoRAConfig(), frozen_local_layers=1)
+    with pytest.raises(ValueError, match="matched no module"):
+        build_graph_encoder(BackboneConfig(model="minilm", lora=GLMLoRAConfig(target_modules=["q_proj"])))

@@ -184,12 +184,17 @@ def test_retriever_backbone_of_legacy_and_bert_exports():
         "relative_attention_num_buckets": 32,
         "relative_attention_max_distance": 128,
         "frozen_local_layers": 0,  # exports before the option froze nothing
+        "lora": None,  # nor trained LoRA updates
     }
     assert (
         retriever_backbone({"backbone": {**bert, "absolute_positions": "none", "frozen_local_layers": 3}})[
             "frozen_local_layers"
         ]
         == 3
+    )
+    lora = {"rank": 8, "alpha": 16, "dropout": 0.0, "target_modules": ["query"], "train_layer_norms": True}
+    assert (
+        retriever_backbone({"backbone": {**bert, "absolute_positions": "none", "lora": lora}})["lora"] == lora
     )
 
 
@@ -240,3 +245,21 @@ def test_attention_dropout_is_refused_for_a_t5_init(run_a, tmp_path):
     config = _config(init=str(run), backbone={"model": "t5-small", "attention_dropout": 0.0})
     with pytest.raises(InitError, match=r"backbone.attention_dropout \(BERT backbones only\)"):
         resolve_init(config, tmp_path / "b")
+
+
+def test_a_lora_init_fine_tunes_its_lora_updates(tmp_path):
+    """A LoRA retriever (what hoprag can ship small) as init: the run's backbone is LoRA on the same
+    checkpoint, the worker's model trains the updates only, and asking for full training is refused."""
+    cfg = BackboneConfig(model="minilm", lora={"rank": 4})
+    model = GLMRetrieverModel(build_graph_encoder(cfg), question_dim=384)
+    save_retriever(tmp_path / "lora" / "retriever", model, load_tokenizer(cfg), GLMSettings())
+    effective, record = resolve_init(_config(init=str(tmp_path / "lora")), tmp_path / "b")
+    assert effective.backbone.lora is not None and effective.backbone.lora.rank == 4
+    assert "lora=rank 4" in record["backbone"]
+    warm, _ = warm_start_model(tmp_path / "lora", 384)
+    trained = {n for n, p in warm.named_parameters() if p.requires_grad}
+    assert any(".lora_B." in n for n in trained) and not any(".base_layer." in n for n in trained)
+    with pytest.raises(InitError, match=r"backbone\.lora=None"):
+        resolve_init(
+            _config(init=str(tmp_path / "lora"), backbone={"model": "minilm", "lora": None}), tmp_path / "c"
+        )
