@@ -119,7 +119,8 @@ def load_retriever_model(path: str | Path) -> tuple[GLMRetrieverModel, Any, GLMS
         _check_lora_base(directory, meta, model)
     missing, unexpected = model.load_state_dict(state, strict=False)
     if lora:  # the stored tensors are exactly the trained ones; the rest is the checkpoint's
-        missing = [k for k in missing if k in trained_parameter_names(model)]
+        trained = trained_parameter_names(model)
+        missing = [k for k in missing if k in trained]
     if missing or unexpected:
         raise RetrieverLoadError(
             f"{directory / WEIGHTS} does not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})"
