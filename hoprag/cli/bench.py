@@ -12,6 +12,7 @@ from hoprag.cli.common import UserError, add_config_args
 BENCHMARKS = {
     "index": ("indexing.bench", "run_index_benchmark"),
     "train": ("training.bench", "run_train_benchmark"),
+    "glm-step": ("training.step_bench", "run_glm_step_benchmark"),
     "plan": ("evaluation.planner_bench", "run_plan_benchmark"),
     "steps": ("evaluation.steps_bench", "run_steps_benchmark"),
     "serve": ("serving.bench", "run_serve_benchmark"),
@@ -31,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from serving.bench import add_arguments as add_serve_bench_arguments
     from serving.graph_bench import add_arguments as add_graph_bench_arguments
     from serving.update_bench import add_arguments as add_update_bench_arguments
+    from training.step_bench import add_arguments as add_glm_step_arguments
 
     b = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md by hand)")
     b.set_defaults(handler=run_bench, run_dir_arg="workdir")
@@ -115,6 +117,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_steps_bench_arguments(bst)
     add_config_args(bst)
+    bgs = bsub.add_parser(
+        "glm-step",
+        help="one GLM training step at the paper's size (t5-large, 600-triple subgraphs, batch 2) on an "
+        "accelerator: step time, peak memory and MFU, bf16 against fp32, activation checkpointing off and on",
+    )
+    add_glm_step_arguments(bgs)
     bt = bsub.add_parser(
         "train",
         help="GLM/GNN training throughput (1 vs 2 workers), retrieval latency (by subgraph size and by "

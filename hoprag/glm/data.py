@@ -69,9 +69,11 @@ def collate(
     num_buckets: int,
     max_distance: int,
     global_graph: bool = True,
+    pad_to_multiple_of: int = 1,
 ) -> GLMBatch:
-    """Pad a list of examples into one :class:`GLMBatch` (bucket ids and pooling built here)."""
-    padded = pad_batch([e.encoding for e in examples], pad_token_id)
+    """Pad a list of examples into one :class:`GLMBatch` (bucket ids and pooling built here); the
+    token axis is padded to a multiple of ``pad_to_multiple_of`` (padding is masked out)."""
+    padded = pad_batch([e.encoding for e in examples], pad_token_id, pad_to_multiple_of)
     buckets, attention = bucket_ids(
         padded["positions"], padded["kinds"], num_buckets, max_distance, global_graph
     )

@@ -55,6 +55,18 @@ class GraphEncoder(nn.Module):
         raise NotImplementedError
 
 
+def compute_dtype(hidden: torch.Tensor) -> torch.dtype:
+    """The dtype attention scores are computed in: under autocast its dtype, else the states'.
+
+    The ``(B, H, N, N)`` bias goes to scaled-dot-product attention as its additive mask, which its
+    fused kernels read in the query's dtype (a float32 bias under bf16 autocast is twice the bytes
+    and is converted in every layer)."""
+    device_type = hidden.device.type
+    if torch.is_autocast_enabled(device_type):
+        return torch.get_autocast_dtype(device_type)
+    return hidden.dtype
+
+
 class GraphT5Encoder(GraphEncoder):
     """Wraps a HF ``T5EncoderModel``; ``forward(input_ids, buckets, mask)`` → final token states."""
 
@@ -97,11 +109,14 @@ class GraphT5Encoder(GraphEncoder):
         return {"kind": self.kind, "name": self.name, "config": self.backbone.config.to_dict()}
 
     def attention_bias(self, buckets: torch.Tensor, mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        """``(B, H, N, N)`` bias with the mask folded in (built once, shared by all layers)."""
+        """``(B, H, N, N)`` bias with the mask folded in (built once, shared by all layers).
+
+        Contiguous in that layout: scaled-dot-product attention's fused kernels read the bias only
+        when its last axis is contiguous; the table's ``(B, N, N, H)`` lookup merely permuted sends
+        every layer to the unfused path (docs/benchmarks.md, "A GLM training step at t5-large size")."""
         table = self.backbone.encoder.block[0].layer[0].SelfAttention.relative_attention_bias
-        bias = table(buckets).permute(0, 3, 1, 2).to(dtype)
-        blocked = (~mask).unsqueeze(1).to(dtype) * torch.finfo(dtype).min
-        return bias + blocked
+        bias = table(buckets).to(dtype).masked_fill(~mask.unsqueeze(-1), torch.finfo(dtype).min)
+        return bias.permute(0, 3, 1, 2).contiguous()
 
     def forward(
         self,
@@ -113,7 +128,7 @@ class GraphT5Encoder(GraphEncoder):
         """T5 has no absolute positions: ``node_positions`` is accepted and ignored."""
         encoder = self.backbone.encoder
         hidden = encoder.dropout(encoder.embed_tokens(input_ids))
-        bias = self.attention_bias(buckets, mask, hidden.dtype)
+        bias = self.attention_bias(buckets, mask, compute_dtype(hidden))
         for block in encoder.block:
             hidden = block(hidden, None, bias)[0]
         return encoder.dropout(encoder.final_layer_norm(hidden))

@@ -124,10 +124,13 @@ def encode_levi_graph(
     )
 
 
-def pad_batch(encodings: Sequence[LeviEncoding], pad_token_id: int) -> dict[str, np.ndarray]:
+def pad_batch(
+    encodings: Sequence[LeviEncoding], pad_token_id: int, multiple: int = 1
+) -> dict[str, np.ndarray]:
     """Stack examples into ``(B, N)`` ids and node positions and ``(B, N, N)`` positions/kinds
-    (kind ``PAD`` outside)."""
-    n_max = max((e.length for e in encodings), default=0)
+    (kind ``PAD`` outside); ``N`` is the longest example rounded up to a multiple of ``multiple``."""
+    longest = max((e.length for e in encodings), default=0)
+    n_max = -(-longest // multiple) * multiple
     batch = len(encodings)
     input_ids = np.full((batch, n_max), pad_token_id, dtype=np.int64)
     positions = np.zeros((batch, n_max, n_max), dtype=np.int32)

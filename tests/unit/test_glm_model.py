@@ -109,3 +109,25 @@ def test_an_empty_subgraph_in_a_batch_is_harmless(glm_index, parts, embedder):
     assert torch.isfinite(logits).all()
     assert not batch.entity_mask[1].any()
     assert torch.isfinite(retrieval_loss(logits, batch.labels, batch.entity_mask))
+
+
+def test_padding_the_token_axis_to_a_multiple_changes_no_logit(glm_index, parts, embedder):
+    model, tok = parts
+    model.eval()
+    ex = ember_example(glm_index, tok, embedder)
+    plain = collate([ex], tok.pad_token_id, 32, 128)
+    padded = collate([ex], tok.pad_token_id, 32, 128, pad_to_multiple_of=64)
+    assert padded.input_ids.shape[1] % 64 == 0 and padded.input_ids.shape[1] > plain.input_ids.shape[1]
+    assert not padded.attention[0, plain.input_ids.shape[1] :].any()  # pad tokens attend to nothing
+    with torch.no_grad():
+        torch.testing.assert_close(model(padded), model(plain))
+
+
+def test_the_attention_bias_is_contiguous_in_the_compute_dtype(glm_index, parts, embedder):
+    model, tok = parts
+    batch = collate([ember_example(glm_index, tok, embedder)], tok.pad_token_id, 32, 128)
+    bias = model.encoder.attention_bias(batch.buckets, batch.attention, torch.bfloat16)
+    # SDPA's fused kernels read the bias only with a contiguous last axis, in the query's dtype
+    assert bias.is_contiguous() and bias.dtype == torch.bfloat16
+    assert bias.shape == (1, model.encoder.backbone.config.num_heads, *batch.buckets.shape[1:])
+    assert (bias[0, :, ~batch.attention[0]] == torch.finfo(torch.bfloat16).min).all()
