@@ -288,6 +288,7 @@ class WorkerSession:
             for k in (2, 5):
                 out[f"val_recall@{k}/{source.name}"] = metrics[f"val_recall@{k}"]
                 per_index[k].append(metrics[f"val_recall@{k}"])
+            out.update({f"{key}/{source.name}": v for key, v in metrics.items() if "/ranker=" in key})
         model.train(was_training)
         for k, values in per_index.items():
             if values:
@@ -337,23 +338,29 @@ class WorkerSession:
 
 
 def _validate(retriever: Any, rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Recall@2/5 of ``retriever`` on the held-out questions ``rows``."""
+    """Recall@2/5 of ``retriever`` on the held-out questions ``rows`` (``val_recall@K``: with its
+    own document ranker), and with each document ranker (``val_recall@K/ranker=NAME``: the entities
+    are scored once), so the curve says which ranker suits the model (docs/glm.md §8)."""
     from hoprag.retrieval.base import RetrievalQuery
     from hoprag.retrieval.metrics import recall_at_k
+    from hoprag.retrieval.subgraph import retrieve_by_each_ranker
 
-    results = retriever.retrieve(
-        [RetrievalQuery(r["question"], tuple(r["question_entities"])) for r in rows], k=5
-    )
+    queries = [RetrievalQuery(r["question"], tuple(r["question_entities"])) for r in rows]
+    by_ranker = retrieve_by_each_ranker(retriever, queries, k=5)
     out = {}
-    for k in (2, 5):
-        out[f"val_recall@{k}"] = float(
-            np.mean(
-                [
-                    recall_at_k([d.title for d in res.documents], r["supporting_docs"], k)
-                    for r, res in zip(rows, results, strict=True)
-                ]
+    for ranker, results in by_ranker.items():
+        for k in (2, 5):
+            recall = float(
+                np.mean(
+                    [
+                        recall_at_k([d.title for d in res.documents], r["supporting_docs"], k)
+                        for r, res in zip(rows, results, strict=True)
+                    ]
+                )
             )
-        )
+            out[f"val_recall@{k}/ranker={ranker}"] = recall
+            if ranker == retriever.settings.doc_ranker:
+                out[f"val_recall@{k}"] = recall
     return out
 
 

@@ -156,10 +156,13 @@ def _train_and_compare(index_dir: Path, run_dir: Path, steps: int, from_minilm: 
             init = PACKAGED_GLM_NAME
         except RetrieverLoadError as exc:
             print(f"[demo] no shipped GLM to fine-tune ({exc}); training from MiniLM", flush=True)
+    # fine-tuning keeps the shipped GLM's sampler and document ranker (chosen on its validation
+    # questions); from MiniLM, the CPU recipes' (training/configs/glm-minilm-cpu.yaml)
+    glm = {} if init else {"sampler": {"max_triplets": 100}, "doc_ranker": "score_idf"}
     config = TrainConfig.model_validate(
         {
             "backbone": {"model": "minilm"},
-            "glm": {"sampler": {"max_triplets": 100}, "doc_ranker": "score_idf"},
+            "glm": glm,
             "max_steps": steps,
             "epochs": 50,
             "run": {"checkpoint_every": 50},

@@ -46,6 +46,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     er.add_argument("--split", default="test", help="question split (train or test)")
     er.add_argument(
+        "--doc-ranker",
+        default=None,
+        choices=("idf", "score_idf", "score"),
+        help="rank the GLM's / GNN's entity scores into documents with this ranker instead of the one "
+        "the retriever was trained with (docs/glm.md §8; in-process form only)",
+    )
+    er.add_argument(
         "--by",
         default=None,
         metavar="FIELD",
@@ -181,13 +188,15 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
     from evaluation.retrieval import evaluate_retrieval
     from hoprag.kg.index import KGIndex
     from hoprag.kg.store import KGIndexError
-    from hoprag.retrieval.loading import RetrieverSpecError, load_retriever
+    from hoprag.retrieval.loading import RetrieverSpecError, load_retriever, with_doc_ranker
 
     if args.out is not None and args.by:
         raise UserError(
             "eval retrieval: --by is for the quick in-process form; with --out the report already "
             "breaks recall down by hops, question type, supporting documents and entity distance"
         )
+    if args.doc_ranker is not None and (args.out is not None or args.url is not None):
+        raise UserError("eval retrieval: --doc-ranker is for the quick in-process form (no --out, no --url)")
     if args.url is not None:
         return _eval_endpoint(args)
     given, args.index = args.index, _index_of(args.index)
@@ -213,9 +222,10 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
         return _run_eval_config(config, as_json=args.json)
     try:
         index = KGIndex(args.index)
-        result = evaluate_retrieval(
-            index, load_retriever(args.retriever, index), split=args.split, group_by=args.by
-        )
+        retriever = load_retriever(args.retriever, index)
+        if args.doc_ranker is not None:
+            retriever = with_doc_ranker(retriever, args.doc_ranker)
+        result = evaluate_retrieval(index, retriever, split=args.split, group_by=args.by)
     except (KGIndexError, RetrieverSpecError, ValueError) as exc:
         raise UserError(str(exc)) from exc
     _print_result(result, args.json, args.per_question)

@@ -9,6 +9,7 @@ from typing import Any
 from hoprag.embedding import EmbedderConfig, SentenceTransformerEmbedder
 from hoprag.kg.index import KGIndex
 from hoprag.retrieval.base import Retriever
+from hoprag.retrieval.subgraph import DocRanker, SubgraphRetrieverSettings
 
 
 class RetrieverSpecError(ValueError):
@@ -81,6 +82,22 @@ def load_retriever(
 
         return FusedRetriever([_load_one(part, index, embedder) for part in parts])
     return _load_one(spec, index, embedder)
+
+
+def with_doc_ranker(retriever: Retriever, doc_ranker: DocRanker) -> Retriever:
+    """``retriever`` ranking documents with ``doc_ranker`` (its GLM / GNN parts, fused ones too; the
+    entity scores are the model's either way). Refuses a retriever without such a part."""
+    from hoprag.retrieval.fusion import FusedRetriever
+
+    parts = retriever.retrievers if isinstance(retriever, FusedRetriever) else [retriever]
+    subgraph = [r for r in parts if isinstance(getattr(r, "settings", None), SubgraphRetrieverSettings)]
+    if not subgraph:
+        raise RetrieverSpecError(
+            f"a document ranker applies to GLM and GNN retrievers; {retriever.name!r} has none"
+        )
+    for r in subgraph:
+        r.settings = r.settings.model_copy(update={"doc_ranker": doc_ranker})  # type: ignore[attr-defined]
+    return retriever
 
 
 def _load_one(spec: str, index: KGIndex, embedder: SentenceTransformerEmbedder) -> Retriever:

@@ -1,7 +1,13 @@
-"""Entity scores → document ranking (GFM-RAG's IDF-weighted ranker, as GLM-RAG uses it).
+"""Entity scores → document ranking (GFM-RAG's rankers, as GLM-RAG uses them).
 
-The top ``top_entities`` (20) entities vote for the documents that contain them; a vote weighs
-``1 / (number of documents containing the entity)``, so rare entities count more than hubs.
+The top ``top_entities`` (20) entities vote for the documents that contain them. Three votes:
+
+- ``idf`` (GFM-RAG's ``IDFWeightedTopKRanker``, GLM-RAG's): ``1 / (number of documents
+  containing the entity)``, so rare entities count more than hubs; the scores only pick the top;
+- ``score_idf``: that vote times the entity's probability (sigmoid of its logit);
+- ``score`` (GFM-RAG's ``SimpleRanker`` over the top entities): the entity's probability, no
+  document frequency, so a document holding several likely entities (a chain's bridge) leads.
+
 Ties are broken by the summed entity scores, then by document id (deterministic output).
 """
 
@@ -35,13 +41,15 @@ def rank_documents_idf(
     k: int,
     top_entities: int = 20,
     weight_by_score: bool = False,
+    inverse_document_frequency: bool = True,
 ) -> list[tuple[int, float]]:
     """The ``k`` best ``(doc_id, score)`` from scored entities (any order in; best first out).
 
     ``weight_by_score`` multiplies each vote by the entity's probability (sigmoid of its logit).
     GFM-RAG uses the scores only to pick the top entities; when a subgraph has fewer entities than
     ``top_entities`` (sparse KGs, small budgets) every entity then votes equally and the ranking
-    ignores the model, which the weighting avoids.
+    ignores the model, which the weighting avoids. ``inverse_document_frequency=False`` drops the
+    ``1 / df`` factor (with ``weight_by_score``: the ``score`` ranker).
     """
     if not len(entity_ids):
         return []
@@ -55,7 +63,7 @@ def rank_documents_idf(
         docs = entity_docs[indptr[e] : indptr[e + 1]]
         if len(docs) == 0:
             continue
-        weight = 1.0 / len(docs)
+        weight = 1.0 / len(docs) if inverse_document_frequency else 1.0
         if weight_by_score:
             weight /= 1.0 + float(np.exp(-scores[i]))
         for d in docs.tolist():

@@ -9,7 +9,8 @@ live here so that both retrievers rank documents from entity scores in exactly o
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Literal
+from dataclasses import replace
+from typing import TYPE_CHECKING, Literal, Protocol, get_args
 
 import numpy as np
 from pydantic import Field
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 
 # (entity_id, logit) for every entity of each query's subgraph, in query order.
 EntityScores = list[list[tuple[int, float]]]
+DocRanker = Literal["idf", "score_idf", "score"]
+DOC_RANKERS: tuple[DocRanker, ...] = get_args(DocRanker)
 
 
 class SubgraphRetrieverSettings(StrictModel):
@@ -35,10 +38,11 @@ class SubgraphRetrieverSettings(StrictModel):
     question_embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     question_dim: int = Field(default=384, ge=1)
     top_entities: int = Field(default=20, ge=1, description="Entities that vote for documents (IDF ranker).")
-    doc_ranker: Literal["idf", "score_idf"] = Field(
+    doc_ranker: DocRanker = Field(
         default="idf",
         description="idf: GFM-RAG's ranker (top entities vote 1/df); score_idf: votes weighted by the entity's "
-        "probability (better when subgraphs have fewer entities than top_entities).",
+        "probability (better when subgraphs have fewer entities than top_entities); score: the top "
+        "entities' probabilities summed per document, no 1/df (GFM-RAG's SimpleRanker).",
     )
     batch_size: int = Field(default=4, ge=1, description="Questions per forward at inference.")
 
@@ -59,7 +63,8 @@ class SubgraphRetrieverSettings(StrictModel):
             docs,
             k,
             self.top_entities,
-            weight_by_score=self.doc_ranker == "score_idf",
+            weight_by_score=self.doc_ranker in ("score_idf", "score"),
+            inverse_document_frequency=self.doc_ranker != "score",
         )
 
 
@@ -92,9 +97,7 @@ def retrieve_by_entity_scores(
     answers them and the result says so in ``notes`` (no documents without a fallback).
     """
     results: list[RetrievalResult | None] = [None] * len(queries)
-    seeded = [
-        i for i, q in enumerate(queries) if any(index.entity_id(e) is not None for e in q.question_entities)
-    ]
+    seeded = [i for i, q in enumerate(queries) if _has_seed(index, q)]
     seeded_set = set(seeded)
     unseeded = [i for i in range(len(queries)) if i not in seeded_set]
     entity_docs = index.entity_documents
@@ -114,3 +117,69 @@ def retrieve_by_entity_scores(
             res.notes.append(note)
             results[i] = res
     return [r if r is not None else RetrievalResult(documents=[]) for r in results]
+
+
+def _has_seed(index: KGIndex, query: RetrievalQuery) -> bool:
+    return any(index.entity_id(e) is not None for e in query.question_entities)
+
+
+class SubgraphRetriever(Protocol):
+    """A retriever that scores subgraph entities (the GLM, the GNN): what :func:`retrieve_by_each_ranker`
+    reads of it."""
+
+    index: KGIndex
+    settings: SubgraphRetrieverSettings
+    fallback: Retriever | None
+
+    def score(self, queries: Sequence[RetrievalQuery]) -> EntityScores: ...
+
+
+def retrieve_by_each_ranker(
+    retriever: SubgraphRetriever, queries: Sequence[RetrievalQuery], k: int
+) -> dict[DocRanker, list[RetrievalResult]]:
+    """``retriever``'s results for ``queries`` under every document ranker (``DOC_RANKERS``): the
+    entities are scored once (the model's forward is the cost) and ranked into documents each way,
+    so validation can say which ranker suits a model without a forward per ranker."""
+    queries = list(queries)
+    # the queries retrieve_by_entity_scores would score, batched as it batches them
+    seeded = [q for q in queries if _has_seed(retriever.index, q)]
+    scores = {id(q): s for q, s in zip(seeded, retriever.score(seeded) if seeded else [], strict=True)}
+
+    def cached(subset: Sequence[RetrievalQuery]) -> EntityScores:
+        return [scores[id(q)] for q in subset]
+
+    fallback = _OnceRetriever(retriever.fallback) if retriever.fallback is not None else None
+    return {
+        ranker: retrieve_by_entity_scores(
+            retriever.index,
+            queries,
+            k,
+            cached,
+            retriever.settings.model_copy(update={"doc_ranker": ranker}),
+            fallback,
+        )
+        for ranker in DOC_RANKERS
+    }
+
+
+class _OnceRetriever:
+    """A retriever whose results for the same query objects are computed once (the dense fallback
+    of :func:`retrieve_by_each_ranker`, asked the same unseeded questions for every ranker)."""
+
+    def __init__(self, inner: Retriever) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._cache: dict[tuple[int, int], RetrievalResult] = {}
+
+    def retrieve(self, queries: Sequence[RetrievalQuery], k: int) -> list[RetrievalResult]:
+        missing = [q for q in queries if (id(q), k) not in self._cache]
+        for q, result in zip(missing, self.inner.retrieve(missing, k) if missing else [], strict=True):
+            self._cache[(id(q), k)] = result
+        # copies: the caller appends its fallback note to each result's notes
+        return [_copy(self._cache[(id(q), k)]) for q in queries]
+
+
+def _copy(result: RetrievalResult) -> RetrievalResult:
+    return replace(
+        result, documents=list(result.documents), entities=list(result.entities), notes=list(result.notes)
+    )

@@ -220,6 +220,12 @@ def test_two_indexes_are_mixed_and_validated_per_index(tmp_path, train_index, se
     for k in (2, 5):
         per_index = [metrics[f"val_recall@{k}/{name}"] for name in ("first", "second")]
         assert metrics[f"val_recall@{k}"] == pytest.approx(sum(per_index) / 2)
+        # the same scores ranked by every document ranker, per index; the configured one is val_recall@K
+        for name in ("first", "second"):
+            by_ranker = {
+                r: metrics[f"val_recall@{k}/ranker={r}/{name}"] for r in ("idf", "score_idf", "score")
+            }
+            assert by_ranker[TrainConfig().glm.doc_ranker] == metrics[f"val_recall@{k}/{name}"]
     assert (tmp_path / "run" / "retriever" / "retriever.json").is_file()
     # the in-memory path (data.streaming false) trains on the same plans
     memory = run_training(

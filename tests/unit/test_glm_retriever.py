@@ -23,6 +23,8 @@ from hoprag.glm.retriever import (
 from hoprag.kg.index import KGIndex
 from hoprag.retrieval.base import RetrievalQuery
 from hoprag.retrieval.dense import DenseRetriever
+from hoprag.retrieval.loading import load_retriever, with_doc_ranker
+from hoprag.retrieval.subgraph import DOC_RANKERS, retrieve_by_each_ranker
 from tests.support.glm import ember_example
 
 
@@ -112,3 +114,49 @@ def test_the_configured_document_ranker_is_used(exported, small_index, embedder)
     assert set(logits) == {"kellan fever", "ostarizumab"}
     assert weighted.documents[0].score == pytest.approx(sum(1 / (1 + math.exp(-s)) for s in logits.values()))
     assert weighted.documents[0].score < plain.documents[0].score
+
+
+def test_every_ranker_from_one_scoring_matches_each_ranker_alone(exported, small_index, embedder):
+    run, _, _ = exported
+    model, tok, settings = load_retriever_model(run)
+    ix = KGIndex(small_index)
+    queries = [
+        RetrievalQuery("Which drug treats Kellan fever?", ("kellan fever",)),
+        RetrievalQuery("Who directed it?"),  # no seed: the dense fallback answers, once
+    ]
+    glm = GLMRetriever(ix, model, tok, settings, embedder, fallback=DenseRetriever(ix, embedder))
+    forwards = []
+    score = glm.score
+    glm.score = lambda qs: forwards.append(len(qs)) or score(qs)  # type: ignore[method-assign]
+    by_ranker = retrieve_by_each_ranker(glm, queries, k=2)
+    assert forwards == [1] and set(by_ranker) == set(DOC_RANKERS)
+    for ranker, results in by_ranker.items():
+        alone = GLMRetriever(
+            ix,
+            model,
+            tok,
+            settings.model_copy(update={"doc_ranker": ranker}),
+            embedder,
+            DenseRetriever(ix, embedder),
+        ).retrieve(queries, k=2)
+        assert results == alone, ranker  # documents, entities and notes, fallback note once
+
+
+def test_eval_retrieval_can_rank_with_another_document_ranker(exported, small_index, capsys):
+    run, _, _ = exported
+    argv = ["eval", "retrieval", "--index", str(small_index), "--retriever", str(run), "--json"]
+    assert main([*argv, "--doc-ranker", "score"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 2
+    with pytest.raises(SystemExit):
+        main([*argv, "--doc-ranker", "bm25"])
+    capsys.readouterr()
+    assert main([*argv[:-3], "--retriever", "dense", "--doc-ranker", "score"]) == 2
+    assert "applies to GLM and GNN retrievers" in capsys.readouterr().err
+
+
+def test_with_doc_ranker_reaches_the_graph_part_of_a_fused_retriever(exported, small_index, embedder):
+    run, _, _ = exported
+    ix = KGIndex(small_index)
+    fused = with_doc_ranker(load_retriever(f"{run}+dense", ix, embedder), "score")
+    glm, dense = fused.retrievers
+    assert glm.settings.doc_ranker == "score" and not hasattr(dense, "settings")

@@ -15,6 +15,7 @@ from hoprag.kg.index import KGIndex
 from hoprag.retrieval.base import RetrievalQuery
 from hoprag.retrieval.dense import DenseRetriever
 from hoprag.retrieval.ranking import entity_document_csr, rank_documents_idf
+from hoprag.retrieval.subgraph import SubgraphRetrieverSettings
 from indexing.questions import questions_table
 
 
@@ -82,6 +83,36 @@ def test_score_weighted_votes_use_the_model_when_all_entities_vote():
     assert [d for d, _ in weighted] == [1, 0]
     assert weighted[0][1] == pytest.approx(1 / (1 + np.exp(-3.0)))
     assert weighted[1][1] == pytest.approx(1 / (1 + np.exp(3.0)))
+
+
+def test_the_score_ranker_sums_probabilities_without_document_frequency():
+    # entity 0 is in documents 0 and 1 (a hub), entity 1 only in document 1, entity 2 only in 2
+    indptr, entity_docs = entity_document_csr(np.array([0, 1, 1, 2]), np.array([0, 0, 1, 2]), 3)
+    logits = [2.0, 0.0, 1.0]
+    p = 1 / (1 + np.exp(-np.array(logits)))
+    by_score = rank_documents_idf(
+        [0, 1, 2], logits, indptr, entity_docs, k=3, weight_by_score=True, inverse_document_frequency=False
+    )
+    # document 1 holds two likely entities (p0 + p1) and leads; then the hub's p0 = 0.88 > p2 = 0.73
+    assert [d for d, _ in by_score] == [1, 0, 2]
+    assert by_score[0][1] == pytest.approx(p[0] + p[1])
+    with_idf = rank_documents_idf([0, 1, 2], logits, indptr, entity_docs, k=3, weight_by_score=True)
+    # with 1/df the hub's probability is halved: document 2 (p2 = 0.73) beats document 0 (p0 / 2 = 0.44)
+    assert [d for d, _ in with_idf] == [1, 2, 0]
+    assert with_idf[0][1] == pytest.approx(p[0] / 2 + p[1])
+
+
+def test_the_ranker_setting_picks_the_votes():
+    indptr, entity_docs = entity_document_csr(np.array([0, 1, 1, 2]), np.array([0, 0, 1, 2]), 3)
+    ranked = {
+        ranker: SubgraphRetrieverSettings(doc_ranker=ranker).rank_documents(
+            [0, 1, 2], [2.0, 0.0, 1.0], (indptr, entity_docs), k=3
+        )
+        for ranker in ("idf", "score_idf", "score")
+    }
+    assert [d for d, _ in ranked["score"]] == [1, 0, 2]
+    assert [d for d, _ in ranked["score_idf"]] == [1, 2, 0]
+    assert ranked["idf"][0] == (1, pytest.approx(1.5))  # 1/2 (hub) + 1
 
 
 def test_grouped_recall_by_question_metadata(small_index, embedder):
