@@ -11,7 +11,7 @@ endpoint's ``retrieve`` mode.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from evaluation.questions import select_questions
@@ -36,8 +36,10 @@ def evaluate_retrieval(
     group_by: str | None = None,
     embedder: Embedder | None = None,
     llm: LLM | None = None,
+    ids: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    """Mean recall@k over the split's questions that have gold documents in the index.
+    """Mean recall@k over the split's questions that have gold documents in the index (only those
+    whose id is in ``ids``, where given: e.g. a training run's validation questions).
 
     Each question is linked at query time as the QA endpoint links it (``llm``: the LLM for NER,
     by default the one the index was built with, loaded only for a question without stored links).
@@ -48,6 +50,8 @@ def evaluate_retrieval(
     out of the means; when every question fails, the first error is raised.
     """
     rows, report = select_questions(index, split)
+    if ids is not None:
+        rows = [r for r in rows if r["id"] in ids]
     scored = [r for r in rows if r["supporting_docs"]]
     settings = QASettings(llm=index_llm_config(index))
     qa = assemble_qa_system(

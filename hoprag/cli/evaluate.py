@@ -46,6 +46,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     er.add_argument("--split", default="test", help="question split (train or test)")
     er.add_argument(
+        "--validation-of",
+        type=Path,
+        default=None,
+        metavar="RUN_DIR",
+        help="only the questions this training run (or packaged-glm) held back for validation (its "
+        "train_config.yaml's train_split, validation_fraction and seed; in-process form only)",
+    )
+    er.add_argument(
         "--doc-ranker",
         default=None,
         choices=("idf", "score_idf", "score"),
@@ -195,8 +203,9 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
             "eval retrieval: --by is for the quick in-process form; with --out the report already "
             "breaks recall down by hops, question type, supporting documents and entity distance"
         )
-    if args.doc_ranker is not None and (args.out is not None or args.url is not None):
-        raise UserError("eval retrieval: --doc-ranker is for the quick in-process form (no --out, no --url)")
+    for flag, value in (("--doc-ranker", args.doc_ranker), ("--validation-of", args.validation_of)):
+        if value is not None and (args.out is not None or args.url is not None):
+            raise UserError(f"eval retrieval: {flag} is for the quick in-process form (no --out, no --url)")
     if args.url is not None:
         return _eval_endpoint(args)
     given, args.index = args.index, _index_of(args.index)
@@ -222,14 +231,44 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
         return _run_eval_config(config, as_json=args.json)
     try:
         index = KGIndex(args.index)
+        split, ids = args.split, None
+        if args.validation_of is not None:
+            split, ids = _validation_questions(index, args.validation_of)
         retriever = load_retriever(args.retriever, index)
         if args.doc_ranker is not None:
             retriever = with_doc_ranker(retriever, args.doc_ranker)
-        result = evaluate_retrieval(index, retriever, split=args.split, group_by=args.by)
+        result = evaluate_retrieval(index, retriever, split=split, group_by=args.by, ids=ids)
     except (KGIndexError, RetrieverSpecError, ValueError) as exc:
         raise UserError(str(exc)) from exc
     _print_result(result, args.json, args.per_question)
     return 0
+
+
+def _validation_questions(index: Any, run_dir: Path) -> tuple[str, set[str]]:
+    """``(split, ids)`` of the questions the training run ``run_dir`` held back for validation on
+    ``index`` (the split training makes, from the run's own train_config.yaml)."""
+    from hoprag.config import load_config
+    from hoprag.glm.artifact import PACKAGED_GLM_NAME
+    from hoprag.paths import PACKAGED_GLM
+    from training.config import TrainConfig
+    from training.loop import split_questions
+
+    run_dir = PACKAGED_GLM if str(run_dir) == PACKAGED_GLM_NAME else run_dir
+    config_file = run_dir / "train_config.yaml"
+    if not config_file.is_file():
+        raise UserError(
+            f"eval retrieval: --validation-of {run_dir}: no train_config.yaml (not a training run directory)"
+        )
+    config = load_config(TrainConfig, config_file, [])
+    if index.questions is None:
+        raise UserError(f"eval retrieval: {index.path} has no processed questions")
+    _, held_back = split_questions(index.questions.to_pylist(), config)
+    if not held_back:
+        raise UserError(
+            f"eval retrieval: {run_dir} held back no questions of this index for validation "
+            f"(validation_fraction {config.validation_fraction}, split {config.train_split!r})"
+        )
+    return config.train_split, {r["id"] for r in held_back}
 
 
 def _index_of(path: Path) -> Path:

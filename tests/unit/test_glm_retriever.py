@@ -160,3 +160,18 @@ def test_with_doc_ranker_reaches_the_graph_part_of_a_fused_retriever(exported, s
     fused = with_doc_ranker(load_retriever(f"{run}+dense", ix, embedder), "score")
     glm, dense = fused.retrievers
     assert glm.settings.doc_ranker == "score" and not hasattr(dense, "settings")
+
+
+def test_eval_retrieval_on_a_training_runs_validation_questions(exported, small_index, capsys, tmp_path):
+    run, _, _ = exported
+    argv = ["eval", "retrieval", "--index", str(small_index), "--retriever", str(run), "--json"]
+    assert main(argv) == 0
+    everything = json.loads(capsys.readouterr().out)
+    held_back = tmp_path / "run"
+    held_back.mkdir()
+    (held_back / "train_config.yaml").write_text("train_split: test\nvalidation_fraction: 0.9\n")
+    assert main([*argv, "--split", "train", "--validation-of", str(held_back)]) == 0
+    validation = json.loads(capsys.readouterr().out)
+    assert validation["n"] == 1 and everything["n"] == 2  # the one linked test question of two
+    assert main([*argv, "--validation-of", str(tmp_path)]) == 2
+    assert "no train_config.yaml" in capsys.readouterr().err
