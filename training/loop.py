@@ -125,6 +125,8 @@ class WorkerSession:
             )
         else:
             model, self.resources = self.family.build_model(config, self.embedder.dim)
+        if config.deepspeed.activation_checkpointing:
+            model.encoder.set_activation_checkpointing(True)
         self.optimizer = torch.optim.AdamW(
             model.parameter_groups(config.optim.head_lr, config.optim.backbone_lr),
             weight_decay=config.optim.weight_decay,

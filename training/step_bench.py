@@ -143,7 +143,7 @@ def measure_step(
 
     from hoprag.glm.losses import retrieval_loss
 
-    _set_checkpointing(model.encoder.backbone, checkpointing)
+    model.encoder.set_activation_checkpointing(checkpointing)
     model.train()
     optimizer = torch.optim.AdamW(model.parameter_groups(5e-4, 1e-4), fused=device.startswith("cuda"))
     if device.startswith("cuda"):
@@ -311,14 +311,6 @@ def _bias_as_before(model: Any) -> Iterator[None]:
         yield
     finally:
         del encoder.attention_bias  # the class's method again
-
-
-def _set_checkpointing(backbone: Any, on: bool) -> None:
-    """HF's per-layer activation checkpointing (renamed from ``gradient_checkpointing_*`` in
-    transformers 5.2x; either name works)."""
-    verb = "enable" if on else "disable"
-    method = getattr(backbone, f"activation_checkpointing_{verb}", None)
-    (method or getattr(backbone, f"gradient_checkpointing_{verb}"))()
 
 
 def _autocast(precision: str, device: str) -> Any:

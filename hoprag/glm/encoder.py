@@ -44,6 +44,14 @@ class GraphEncoder(nn.Module):
         """What an exported retriever records to rebuild this encoder without downloads."""
         raise NotImplementedError
 
+    def set_activation_checkpointing(self, on: bool) -> None:
+        """HF's per-layer activation checkpointing of the backbone: each layer's activations are
+        recomputed in the backward instead of kept (the layers are HF modules called one by one, so
+        it applies here too). The name changed in transformers 5.2x; either works."""
+        verb = "enable" if on else "disable"
+        method = getattr(self.backbone, f"activation_checkpointing_{verb}", None)
+        (method or getattr(self.backbone, f"gradient_checkpointing_{verb}"))()
+
     def forward(
         self,
         input_ids: torch.Tensor,

@@ -131,3 +131,42 @@ def test_the_attention_bias_is_contiguous_in_the_compute_dtype(glm_index, parts,
     assert bias.is_contiguous() and bias.dtype == torch.bfloat16
     assert bias.shape == (1, model.encoder.backbone.config.num_heads, *batch.buckets.shape[1:])
     assert (bias[0, :, ~batch.attention[0]] == torch.finfo(torch.bfloat16).min).all()
+
+
+@pytest.mark.parametrize("backbone", ["embedded", "minilm"])
+def test_activation_checkpointing_gives_the_same_gradients(glm_index, embedder, backbone):
+    from hoprag.glm.backbone import build_graph_encoder
+
+    cfg = BackboneConfig(model=backbone, num_layers=2)
+    tok = load_tokenizer(cfg)
+    batch = collate([ember_example(glm_index, tok, embedder)], tok.pad_token_id, 32, 128)
+    grads, saved = [], []
+    for on in (False, True):
+        torch.manual_seed(0)
+        model = GLMRetrieverModel(build_graph_encoder(cfg), question_dim=384).train()
+        for module in model.modules():  # training mode (checkpointing is on only then), no dropout noise
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
+        model.encoder.set_activation_checkpointing(on)
+        kept = []  # bytes the forward keeps for the backward
+
+        def keep(tensor: torch.Tensor, kept: list[int] = kept) -> torch.Tensor:
+            kept.append(tensor.numel() * tensor.element_size())
+            return tensor
+
+        with torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor):
+            loss = retrieval_loss(model(batch), batch.labels, batch.entity_mask)
+        loss.backward()
+        saved.append(sum(kept))
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    assert saved[1] < 0.6 * saved[0], saved  # the layers' activations are recomputed, not kept
+    assert grads[0].keys() == grads[1].keys()
+    for name, grad in grads[0].items():
+        torch.testing.assert_close(grads[1][name], grad, msg=name)
+
+
+def test_activation_checkpointing_is_refused_for_the_gnn():
+    from training.config import TrainConfig
+
+    with pytest.raises(ValueError, match="a gnn run has none"):
+        TrainConfig.model_validate({"retriever": "gnn", "deepspeed": {"activation_checkpointing": True}})
