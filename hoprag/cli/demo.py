@@ -9,6 +9,7 @@ behind the QA route (Ray Serve) and answer sample questions over HTTP in both mo
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import time
 from collections.abc import Sequence
@@ -124,6 +125,24 @@ def run_demo(
     return 0
 
 
+def _forget_run_of_other_weights(run_dir: Path, init: str) -> None:
+    """Discard the demo's own fine-tuning run when it started from other weights than the shipped
+    GLM's now (hoprag upgraded since): resuming it would be refused (training/warm_start.py), and
+    the demo's run is the demo's to redo. A user's own runs are never touched this way."""
+    from hoprag.glm.artifact import WEIGHTS, read_retriever_meta
+    from training.warm_start import INIT_FILE, weights_sha256
+
+    started = run_dir / INIT_FILE
+    if not started.is_file():
+        return
+    directory, _ = read_retriever_meta(init)
+    if json.loads(started.read_text()).get("weights_sha256") != weights_sha256(directory / WEIGHTS):
+        print(
+            f"[demo] the shipped GLM changed since {run_dir} was fine-tuned: fine-tuning it again", flush=True
+        )
+        shutil.rmtree(run_dir)
+
+
 def _describe_llm(config: LLMBackendConfig) -> str:
     """The LLM's model id and, for a distilled student, the tasks it answers with student prompts."""
     from hoprag.llm.factory import LazyLLM, expected_model_id
@@ -156,6 +175,8 @@ def _train_and_compare(index_dir: Path, run_dir: Path, steps: int, from_minilm: 
             init = PACKAGED_GLM_NAME
         except RetrieverLoadError as exc:
             print(f"[demo] no shipped GLM to fine-tune ({exc}); training from MiniLM", flush=True)
+    if init:
+        _forget_run_of_other_weights(run_dir, PACKAGED_GLM_NAME)
     # fine-tuning keeps the shipped GLM's sampler and document ranker (chosen on its validation
     # questions); from MiniLM, the CPU recipes' (training/configs/glm-minilm-cpu.yaml)
     glm = {} if init else {"sampler": {"max_triplets": 100}, "doc_ranker": "score_idf"}
