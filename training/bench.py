@@ -534,6 +534,43 @@ def _gnn_and_glm_latency(
     return section
 
 
+def random_training_batches(
+    count: int,
+    batch_size: int,
+    max_triplets: int,
+    tokenizer: Any,
+    question_dim: int,
+    seed: int,
+    pad_to_multiple_of: int = 1,
+) -> tuple[list[Any], list[int]]:
+    """``count`` collated training batches of ``batch_size`` subgraphs of ``max_triplets`` triples
+    from a dense random KG (two hops from two seeds hold more than 600 triples), random labels (10%
+    positives) and question vectors, and every subgraph's token count."""
+    from hoprag.glm.data import GLMExample, collate
+    from hoprag.glm.levi import encode_levi_graph
+    from hoprag.glm.sampler import SamplerConfig, sample_subgraph
+
+    adj, names, relations, head, relation, tail = _random_kg(100_000, mean_degree=40)
+    rng = np.random.default_rng(seed)
+    sampler = SamplerConfig(max_triplets=max_triplets)
+    batches, tokens = [], []
+    for _ in range(count):
+        examples = []
+        for a, b in rng.integers(0, len(names), (batch_size, 2)):
+            sub = sample_subgraph(adj, [int(a), int(b)], sampler)
+            triples = [(names[head[t]], relations[relation[t]], names[tail[t]]) for t in sub.triple_ids]
+            question = f"What connects {names[a]} and {names[b]}?"
+            enc = encode_levi_graph(triples, question, tokenizer, [names[e] for e in sub.entity_ids])
+            labels = (rng.random(len(sub.entity_ids)) < 0.1).astype(np.float32)
+            vector = rng.standard_normal(question_dim).astype(np.float32)
+            examples.append(GLMExample(enc, sub.entity_ids, vector, labels, sub))
+            tokens.append(enc.length)
+        batches.append(
+            collate(examples, tokenizer.pad_token_id, 32, 128, pad_to_multiple_of=pad_to_multiple_of)
+        )
+    return batches, tokens
+
+
 def measure_frozen_layer_steps(
     frozen_layers: Sequence[int], steps: int, batch_size: int = 2, max_triplets: int = 100
 ) -> dict[str, Any]:
@@ -547,30 +584,11 @@ def measure_frozen_layer_steps(
     import torch
 
     from hoprag.glm.backbone import BackboneConfig, build_graph_encoder, load_tokenizer
-    from hoprag.glm.data import GLMExample, collate
-    from hoprag.glm.levi import encode_levi_graph
     from hoprag.glm.losses import retrieval_loss
     from hoprag.glm.model import GLMRetrieverModel
-    from hoprag.glm.sampler import SamplerConfig, sample_subgraph
 
-    adj, names, relations, head, relation, tail = _random_kg(100_000, mean_degree=40)
-    rng = np.random.default_rng(3)
     tokenizer = load_tokenizer(BackboneConfig(model="minilm"))
-    sampler = SamplerConfig(max_triplets=max_triplets)
-    batches, tokens = [], []
-    for _ in range(steps + 1):
-        examples = []
-        for a, b in rng.integers(0, len(names), (batch_size, 2)):
-            sub = sample_subgraph(adj, [int(a), int(b)], sampler)
-            triples = [(names[head[t]], relations[relation[t]], names[tail[t]]) for t in sub.triple_ids]
-            question = f"What connects {names[a]} and {names[b]}?"
-            enc = encode_levi_graph(triples, question, tokenizer, [names[e] for e in sub.entity_ids])
-            labels = (rng.random(len(sub.entity_ids)) < 0.1).astype(np.float32)
-            examples.append(
-                GLMExample(enc, sub.entity_ids, rng.standard_normal(384).astype(np.float32), labels)
-            )
-            tokens.append(enc.length)
-        batches.append(collate(examples, tokenizer.pad_token_id, 32, 128))
+    batches, tokens = random_training_batches(steps + 1, batch_size, max_triplets, tokenizer, 384, seed=3)
     trainers = {}
     for k in frozen_layers:
         torch.manual_seed(0)

@@ -75,36 +75,18 @@ def t5_graph_model(size: str, dropout: float = 0.1) -> Any:
 def random_batches(
     count: int, batch_size: int, max_triplets: int, seed: int = 0, pad_to_multiple_of: int = 1
 ) -> tuple[list[Any], list[int]]:
-    """``count`` collated batches of ``batch_size`` subgraphs of ``max_triplets`` triples each, and
-    every subgraph's token count."""
+    """``count`` collated batches of ``batch_size`` subgraphs of ``max_triplets`` triples each
+    (:func:`training.bench.random_training_batches`, the shipped GLM's tokenizer, the paper's
+    question width), and every subgraph's token count."""
     from transformers import AutoTokenizer
 
-    from hoprag.glm.data import GLMExample, collate
-    from hoprag.glm.levi import encode_levi_graph
-    from hoprag.glm.sampler import SamplerConfig, sample_subgraph
     from hoprag.paths import PACKAGED_GLM
-    from training.bench import _random_kg
+    from training.bench import random_training_batches
 
-    adj, names, relations, head, relation, tail = _random_kg(100_000, mean_degree=40)
-    rng = np.random.default_rng(seed)
     tokenizer = AutoTokenizer.from_pretrained(PACKAGED_GLM / "retriever" / "tokenizer")
-    sampler = SamplerConfig(max_triplets=max_triplets)
-    batches, tokens = [], []
-    for _ in range(count):
-        examples = []
-        for a, b in rng.integers(0, len(names), (batch_size, 2)):
-            sub = sample_subgraph(adj, [int(a), int(b)], sampler)
-            triples = [(names[head[t]], relations[relation[t]], names[tail[t]]) for t in sub.triple_ids]
-            question = f"What connects {names[a]} and {names[b]}?"
-            enc = encode_levi_graph(triples, question, tokenizer, [names[e] for e in sub.entity_ids])
-            labels = (rng.random(len(sub.entity_ids)) < 0.1).astype(np.float32)
-            vector = rng.standard_normal(QUESTION_DIM).astype(np.float32)
-            examples.append(GLMExample(enc, sub.entity_ids, vector, labels, sub))
-            tokens.append(enc.length)
-        batches.append(
-            collate(examples, tokenizer.pad_token_id, 32, 128, pad_to_multiple_of=pad_to_multiple_of)
-        )
-    return batches, tokens
+    return random_training_batches(
+        count, batch_size, max_triplets, tokenizer, QUESTION_DIM, seed, pad_to_multiple_of
+    )
 
 
 def matmul_peak_tflops(device: str, size: int = 8192, repeats: int = 10) -> float:
@@ -206,7 +188,10 @@ def run_glm_step_benchmark(args: argparse.Namespace) -> int:
         },
         "steps": {},
     }
-    flops = {p: [forward_flops(model, b, p, device) for b in batches[args.warmup :]] for p in args.precisions}
+    # FLOPs count matrix products by shape, the same in every precision: counted once, in fp32
+    model_flops = 3 * float(
+        np.median([forward_flops(model, b, "fp32", device) for b in batches[args.warmup :]])
+    )
     settings = [(p, c, False) for p in args.precisions for c in args.checkpointing]
     if "bf16" in args.precisions and args.bias_baseline:
         settings += [("bf16", c, True) for c in args.checkpointing]
@@ -218,7 +203,6 @@ def run_glm_step_benchmark(args: argparse.Namespace) -> int:
                 step["top_kernels"] = profile_step(model, batches[-1], precision)
                 profiled = True
         if "median_s" in step:
-            model_flops = 3 * float(np.median(flops[precision]))
             step["model_tflop_per_step"] = round(model_flops / 1e12, 3)
             achieved = model_flops / step["median_s"] / 1e12
             step["achieved_tflops"] = round(achieved, 1)
