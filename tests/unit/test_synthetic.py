@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from hoprag.data.synthetic import (
+    DEFAULT_DOMAINS,
     DOMAINS,
     QUESTION_TYPES,
     SAMPLE_CONFIG,
@@ -37,7 +38,7 @@ from hoprag.data.synthetic.phrasing import (
     held_out_template_ids,
     plural_verb_ok,
 )
-from hoprag.data.synthetic.schema import _RELATIONS
+from hoprag.data.synthetic.schema import _PERSON_TYPES, _RELATIONS
 from hoprag.data.synthetic.spelling import EXACT, SPELLING_KINDS, NameMatcher, spelling_variants
 
 RAW_FILES = ("dataset_corpus.json", "train.json", "test.json", "world.json", "facts.json")
@@ -61,6 +62,16 @@ YEAR_CMP = re.compile(r"\b(earlier|first|later|more recently)(?=[,:?])")
 def bench() -> SyntheticBenchmark:
     return generate(
         SyntheticConfig(seed=3, num_documents=3000, num_train_questions=400, num_test_questions=200)
+    )
+
+
+@pytest.fixture(scope="module")
+def every_domain_bench() -> SyntheticBenchmark:
+    """The opt-in domains (music, sports) too."""
+    return generate(
+        SyntheticConfig(
+            seed=3, num_documents=4500, num_train_questions=500, num_test_questions=250, domains=list(DOMAINS)
+        )
     )
 
 
@@ -128,8 +139,9 @@ def test_documents_short_and_state_their_facts(bench: SyntheticBenchmark) -> Non
         "sample",
         {"seed": 8, "num_documents": 1500, "min_hops": 4, "max_hops": 4, "distractor_fraction": 0.5},
         {"seed": 9, "num_documents": 600, "domains": ["biomedical"], "num_train_questions": 150},
+        {"seed": 10, "num_documents": 1200, "domains": ["music", "sports"], "num_train_questions": 300},
     ],
-    ids=["main", "sample", "four-hop", "biomedical"],
+    ids=["main", "sample", "four-hop", "biomedical", "music-sports"],
 )
 def any_bench(request: pytest.FixtureRequest, bench: SyntheticBenchmark) -> SyntheticBenchmark:
     if request.param == "main":
@@ -273,14 +285,32 @@ def test_year_comparisons_through_two_hops_name_each_sides_hop(bench: SyntheticB
     assert same >= 5 and mixed >= 5, (same, mixed)
 
 
-def test_types_hops_and_domains_cover_the_config(bench: SyntheticBenchmark) -> None:
-    for split in (bench.train, bench.test):
-        assert {q["type"] for q in split} == set(QUESTION_TYPES)
-        assert {q["domain"] for q in split} == set(DOMAINS)
-        assert {q["hops"] for q in split} == {2, 3, 4}
-    answers = Counter(q["answer"] for q in _questions(bench) if q["answer"] in ("yes", "no"))
-    assert answers["yes"] > 0 and answers["no"] > 0
+def test_types_hops_and_domains_cover_the_config(
+    bench: SyntheticBenchmark, every_domain_bench: SyntheticBenchmark
+) -> None:
+    for b, domains in ((bench, DEFAULT_DOMAINS), (every_domain_bench, DOMAINS)):
+        for split in (b.train, b.test):
+            assert {q["type"] for q in split} == set(QUESTION_TYPES)
+            assert {q["domain"] for q in split} == set(domains)
+            assert {q["hops"] for q in split} == {2, 3, 4}
+        answers = Counter(q["answer"] for q in _questions(b) if q["answer"] in ("yes", "no"))
+        assert answers["yes"] > 0 and answers["no"] > 0
     assert len(bench.train) == 400 and len(bench.test) == 200
+
+
+def test_music_and_sports_are_opt_in() -> None:
+    """The default domains stay the first three: benchmarks generated with the defaults (the demo's,
+    the shipped GLM's) do not change because domains were added."""
+    assert SyntheticConfig().domains == list(DEFAULT_DOMAINS) == ["biomedical", "business", "film"]
+    assert {"music", "sports"} == set(DOMAINS) - set(DEFAULT_DOMAINS)
+    b = generate(
+        SyntheticConfig(seed=6, num_documents=900, domains=["music", "sports"], num_test_questions=40)
+    )
+    assert {e.domain for e in b.entities} == {"music", "sports", "general"}
+    relations = {r for _, r, _ in b.facts}
+    music_sports = {"member_of", "recorded_by", "produced_by", "signed_to", "formed_in"}
+    music_sports |= {"plays_for", "coached_by", "home_ground", "stadium_in"}
+    assert music_sports <= relations
 
 
 def test_hop_bounds_respected() -> None:
@@ -639,7 +669,7 @@ def test_spelling_is_an_eval_report_breakdown() -> None:
 
 FACT_KEYS = {"head", "relation", "tail", "template", "domain", "type", "frame", "pronoun", "sentence"}
 _PRONOUN_WORD = re.compile(r"(?<!\w)(he|she|it|they)(?!\w)", re.IGNORECASE)
-_PERSON_RELATIONS = ("born_in", "educated_at", "married_to")
+_PERSON_RELATIONS = ("born_in", "educated_at", "married_to", "member_of", "plays_for")
 
 
 def _relation_facts(b: SyntheticBenchmark) -> list[tuple[str, dict[str, Any]]]:
@@ -676,7 +706,7 @@ def test_templates_leave_pronouns_to_the_entities_and_agree_with_they() -> None:
     for etype, fillers in FILLERS.items():
         assert len(fillers) >= 6, etype
         for text in fillers:
-            if etype in ("film_person", "business_person"):
+            if etype in _PERSON_TYPES:
                 assert plural_verb_ok(text), text
             assert text == text.lower() and not re.search(r"\d", text), text
             assert not any(k in text for k in kinds), text
@@ -692,10 +722,14 @@ def _all_kinds() -> list[str]:
         *names._PRODUCT_KINDS,
         *(k for _, k in names._DRUG_CLASSES),
         *names._ORGANISM_KINDS,
+        *(o for o, _ in names._MUSIC_OCCUPATIONS),
+        *names._ALBUM_KINDS,
+        *names._ATHLETE_POSITIONS,
     ]
 
 
-def test_a_corpus_uses_every_template_and_frame(bench: SyntheticBenchmark) -> None:
+def test_a_corpus_uses_every_template_and_frame(every_domain_bench: SyntheticBenchmark) -> None:
+    bench = every_domain_bench
     facts = _relation_facts(bench)
     used = Counter(f["template"] for _, f in facts)
     assert set(used) == set(TEMPLATES), sorted(set(TEMPLATES) - set(used))
@@ -762,7 +796,9 @@ def test_facts_json_is_stated_and_consistent(any_bench: SyntheticBenchmark) -> N
     _check_facts_json(any_bench)
 
 
-def test_every_intro_states_a_kind_and_facts_json_records_it(bench: SyntheticBenchmark) -> None:
+def test_every_intro_states_a_kind_and_facts_json_records_it(
+    every_domain_bench: SyntheticBenchmark,
+) -> None:
     """An intro says what its entity is ("X is a gene", "The city of X"): with the world's kind, or for
     types the world gives none with the type word, which facts.json must then record as the ``kind``
     attribute (else a correct ``(X | is a | gene)`` scores as a wrong triple in ``bench extract``)."""
@@ -772,8 +808,8 @@ def test_every_intro_states_a_kind_and_facts_json_records_it(bench: SyntheticBen
                 assert "{kind}" not in template and INTRO_TYPE_WORDS[etype] in template, (etype, template)
             else:
                 assert "{kind}" in template, (etype, template)
-    for entity in bench.entities:
-        kinds = [f for f in bench.document_facts[entity.name] if f["relation"] == "kind"]
+    for entity in every_domain_bench.entities:
+        kinds = [f for f in every_domain_bench.document_facts[entity.name] if f["relation"] == "kind"]
         assert len(kinds) == 1, (entity.name, kinds)
         assert kinds[0]["template"].startswith(f"intro:{entity.type}/")
 

@@ -81,9 +81,17 @@ from .benchmark import (
     generate,
     write_benchmark,
 )
-from .config import DOMAINS, QUESTION_TYPES, PhrasingConfig, SyntheticConfig, minimum_documents
+from .config import (
+    DEFAULT_DOMAINS,
+    DOMAINS,
+    QUESTION_TYPES,
+    PhrasingConfig,
+    SyntheticConfig,
+    minimum_documents,
+)
 
 __all__ = [
+    "DEFAULT_DOMAINS",
     "DOMAINS",
     "QUESTION_TYPES",
     "SAMPLE_CONFIG",

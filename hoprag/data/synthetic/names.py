@@ -55,6 +55,23 @@ _DRUG_CLASSES: tuple[tuple[str, str], ...] = (
 _ORGANISM_KINDS = ("a bacterium", "a fungus", "a parasite", "a virus", "an alga")
 _FILM_OCCUPATIONS = (("a film director", 3), ("an actor", 5), ("a screenwriter", 2))
 _BUSINESS_OCCUPATIONS = ("an entrepreneur", "a business executive", "an engineer", "an investor")
+# The first core musicians cover every occupation, so that every album can find a producer.
+_MUSIC_OCCUPATIONS = (
+    ("a singer", 3),
+    ("a guitarist", 3),
+    ("a drummer", 2),
+    ("a bassist", 2),
+    ("a record producer", 2),
+)
+_ALBUM_KINDS = ("a studio album", "a live album", "a debut album", "a concept album")
+_ATHLETE_POSITIONS = ("a goalkeeper", "a defender", "a midfielder", "a forward")
+_BAND_NOUNS = (
+    "Foxes", "Lanterns", "Pilots", "Ravens", "Echoes", "Comets", "Wolves", "Strangers", "Tigers", "Owls",
+    "Drifters", "Sailors", "Giants", "Shadows", "Rivers", "Mirrors", "Sparks", "Outlaws", "Hornets", "Kites",
+)  # fmt: skip
+_LABEL_ENDS = ("Records", "Music", "Recordings", "Sound")
+_CLUB_PATTERNS = ("{r} FC", "{r} United", "{r} Rovers", "Athletic {r}", "{r} Wanderers", "Sporting {r}")
+_STADIUM_ENDS = ("Park", "Arena", "Stadium", "Ground", "Field")
 _PHARMA_ENDS = ("Pharma", "Therapeutics", "Biologics", "Biosciences", "Pharmaceuticals")
 # Invented names must not collide with well-known real places that the syllable grammar can produce.
 _REAL_NAMES = frozenset(
@@ -187,3 +204,30 @@ class _Namer:
 
     def pharma(self) -> str:
         return self.unique(lambda: f"{self.root(2, 0.5)} {self.rng.choice(_PHARMA_ENDS)}")
+
+    def band(self) -> str:
+        def make() -> str:
+            r = self.rng
+            if r.randrange(2) == 0:
+                return f"The {r.choice(_FILM_ADJ)} {r.choice(_BAND_NOUNS)}"
+            return f"{self.root(2, 0.6)} {r.choice(_BAND_NOUNS)}"
+
+        return self.unique(make)
+
+    def album(self) -> str:
+        def make() -> str:
+            r = self.rng
+            if r.randrange(2) == 0:
+                return f"{r.choice(_FILM_ADJ)} {r.choice(_FILM_NOUN)}s"
+            return f"Songs from {self.root(2, 0.6)}"
+
+        return self.unique(make)
+
+    def record_label(self) -> str:
+        return self.unique(lambda: f"{self.root(2, 0.5)} {self.rng.choice(_LABEL_ENDS)}")
+
+    def club(self) -> str:
+        return self.unique(lambda: self.rng.choice(_CLUB_PATTERNS).format(r=self.root(2, 0.5)))
+
+    def stadium(self) -> str:
+        return self.unique(lambda: f"{self.root(2, 0.6)} {self.rng.choice(_STADIUM_ENDS)}")

@@ -239,6 +239,73 @@ PHRASES: dict[str, tuple[Phrase, ...]] = {
         _appos("first isolated in {o}"),
         _fronted("First isolated in {o}"),
     ),
+    "member_of": (
+        _vp("is a member of {o}"),
+        _vp("joined the band {o}"),
+        _clause("{o} counts {s} among its members."),
+        _appos("a member of {o}"),
+        _fronted("As a member of {o}"),
+        _clause("Among the members of {o} is {s}."),
+    ),
+    "recorded_by": (
+        _vp("was recorded by {o}"),
+        _clause("{o} recorded {s}."),
+        _clause("{s} is an album by {o}."),
+        _appos("an album by {o}"),
+        _fronted("Recorded by {o}"),
+        _vp("is a record of the band {o}"),
+    ),
+    "produced_by": (
+        _vp("was produced by {o}"),
+        _clause("{o} produced {s}."),
+        _clause("The producer of {s} was {o}."),
+        _appos("produced by {o}"),
+        _fronted("With {o} as its producer"),
+    ),
+    "signed_to": (
+        _vp("is signed to {o}"),
+        _vp("releases its records on {o}"),
+        _clause("{o} is the record label of {s}."),
+        _appos("a band on the label {o}"),
+        _fronted("Signed to {o}"),
+    ),
+    "formed_in": (
+        _vp("was formed in {o}"),
+        _vp("got together in {o}"),
+        _clause("{o} is the city where {s} was formed."),
+        _appos("a band from {o}"),
+        _fronted("Formed in {o}"),
+    ),
+    "plays_for": (
+        _vp("plays for {o}"),
+        _vp("is under contract with {o}"),
+        _clause("{o} fields {s} in its first team."),
+        _appos("a player of {o}"),
+        _fronted("Playing for {o}"),
+        _clause("{s} is a regular in the squad of {o}."),
+    ),
+    "coached_by": (
+        _vp("is coached by {o}"),
+        _clause("{o} coaches {s}."),
+        _clause("{o} is the head coach of {s}."),
+        _appos("managed by {o}"),
+        _fronted("Under head coach {o}"),
+        _vp("has {o} as its manager"),
+    ),
+    "home_ground": (
+        _vp("plays its home games at {o}"),
+        _clause("{o} is the home ground of {s}."),
+        _vp("is based at {o}"),
+        _appos("whose ground is {o}"),
+        _fronted("Playing its home games at {o}"),
+    ),
+    "stadium_in": (
+        _vp("stands in {o}"),
+        _vp("is situated in {o}"),
+        _clause("{o} is the city that is home to {s}."),
+        _appos("a stadium in {o}"),
+        _fronted("Located in {o}"),
+    ),
 }
 
 TEMPLATES: dict[str, tuple[str, Phrase]] = {
@@ -316,7 +383,7 @@ PERSON_PRONOUNS: tuple[tuple[str, float], ...] = (("she", 0.45), ("he", 0.45), (
 PRONOUNS = ("he", "she", "it", "they")
 
 # The first verb of a verb phrase as singular "they" needs it ("they are", "they hail").
-_PLURAL_VERBS = {"is": "are", "was": "were", "has": "have", "hails": "hail"}
+_PLURAL_VERBS = {"is": "are", "was": "were", "has": "have", "hails": "hail", "plays": "play"}
 
 
 def agree(vp: str, pronoun: str | None) -> str:
@@ -402,6 +469,46 @@ INTROS: dict[str, tuple[str, ...]] = {
         "{s} was founded in {y} as a pharmaceutical company.",
         "Founded in {y}, {s} is a pharmaceutical company.",
     ),
+    "band": (
+        "{s} is a band formed in {y}.",
+        "{s} is a band that was formed in {y}.",
+        "Formed in {y}, {s} is a band.",
+    ),
+    "musician": (
+        "{s} is {kind} born in {y}.",
+        "{s} is {kind} who was born in {y}.",
+        "Born in {y}, {s} works as {kind}.",
+    ),
+    "album": (
+        "{s} is {kind} released in {y}.",
+        "{s} is {kind} that came out in {y}.",
+        "Released in {y}, {s} is {kind}.",
+    ),
+    "record_label": (
+        "{s} is a record label founded in {y}.",
+        "{s} was founded in {y} as a record label.",
+        "Founded in {y}, {s} is a record label.",
+    ),
+    "club": (
+        "{s} is a football club founded in {y}.",
+        "{s} was founded in {y} as a football club.",
+        "Founded in {y}, {s} is a football club.",
+    ),
+    "athlete": (
+        "{s} is {kind} born in {y}.",
+        "{s} is {kind} who was born in {y}.",
+        "Born in {y}, {s} plays as {kind}.",
+    ),
+    "coach": (
+        "{s} is a football coach born in {y}.",
+        "{s} is a football coach who was born in {y}.",
+        "Born in {y}, {s} works as a football coach.",
+    ),
+    "stadium": (
+        "{s} is a stadium opened in {y}.",
+        "{s} is a stadium that was opened in {y}.",
+        "Opened in {y}, {s} is a stadium.",
+    ),
 }
 """The first sentence of each document: names the entity and states its year (and kind). The ones
 that start with "{s} " can host a modifier phrase."""
@@ -415,6 +522,11 @@ INTRO_TYPE_WORDS: dict[str, str] = {
     "gene": "gene",
     "protein": "protein",
     "pharma": "pharmaceutical company",
+    "band": "band",
+    "record_label": "record label",
+    "club": "football club",
+    "coach": "football coach",
+    "stadium": "stadium",
 }
 """What every intro of an entity type without a world kind says the entity is ("X is a gene ..."), so
 that ``facts.json`` records that statement as a ``kind`` attribute like the kinds the world draws.
@@ -566,6 +678,86 @@ FILLERS: dict[str, tuple[str, ...]] = {
         "also markets generic medicines",
         "works with many academic partners",
         "publishes the results of its trials",
+    ),
+    "band": (
+        "has toured widely",
+        "is known for its energetic live shows",
+        "has changed its lineup several times",
+        "took a long break before returning",
+        "has a devoted following",
+        "rarely gives interviews",
+        "has played at many festivals",
+        "is known for its distinctive sound",
+    ),
+    "musician": (
+        "has toured on several continents",
+        "is known for a restless creative streak",
+        "has taught master classes",
+        "has collaborated with many artists",
+        "was praised by critics early on",
+        "is known for a quiet public profile",
+        "has received a number of awards",
+        "was active in the scene for several decades",
+    ),
+    "album": (
+        "received mixed reviews from critics",
+        "was recorded over several months",
+        "sold steadily for years",
+        "was later reissued with bonus tracks",
+        "runs for about forty minutes",
+        "was praised for its production",
+        "has a striking cover design",
+        "became a minor commercial success",
+    ),
+    "record_label": (
+        "has a small but loyal roster",
+        "is known for its distinctive cover art",
+        "releases music on vinyl and online",
+        "went through several changes of ownership",
+        "runs its own recording studio",
+        "has a large back catalogue",
+        "supports a number of new artists",
+        "organizes an annual showcase",
+    ),
+    "club": (
+        "has a large and loyal fan base",
+        "runs a well-regarded youth academy",
+        "has been promoted and relegated several times",
+        "plays in distinctive striped shirts",
+        "has a long-standing local rivalry",
+        "went through a period of financial trouble",
+        "is owned by its members",
+        "has won several regional cups",
+    ),
+    "athlete": (
+        "is known for a strong work ethic",
+        "has recovered from several injuries",
+        "was praised by coaches early on",
+        "is a favourite with the fans",
+        "has given few interviews",
+        "has captained the team on occasion",
+        "is known for a calm presence on the pitch",
+        "has played in several cup finals",
+    ),
+    "coach": (
+        "is known for a disciplined approach",
+        "has written about tactics",
+        "was praised for developing young players",
+        "has given few interviews",
+        "is known for long training sessions",
+        "has worked abroad for several seasons",
+        "has earned the highest coaching license",
+        "is known for a calm touchline manner",
+    ),
+    "stadium": (
+        "has been renovated several times",
+        "holds several thousand spectators",
+        "has a roof over its main stand",
+        "also hosts concerts",
+        "is reached easily by tram",
+        "has a running track around the pitch",
+        "was expanded in recent decades",
+        "is known for its loud atmosphere",
     ),
 }
 """Distractor (filler) sentences, as verb phrases said of the document's entity: generic, fitting its

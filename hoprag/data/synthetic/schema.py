@@ -47,9 +47,19 @@ _TYPES: dict[str, _TypeSpec] = {
         "biomedical", 1.5, 2, "described_year", (1750, 2000), "organism", "was first described"
     ),
     "pharma": _TypeSpec("biomedical", 1.5, 2, "founded_year", (1880, 2015), "company", "was founded"),
+    # Opt-in domains (not in DEFAULT_DOMAINS): more relation vocabularies to train a graph retriever on,
+    # so that what it learns is not tied to two domains' relations.
+    "band": _TypeSpec("music", 4.0, 2, "formed_year", (1955, 2020), "band", "was formed"),
+    "musician": _TypeSpec("music", 6.0, 3, "birth_year", (1935, 2000), "person", "was born"),
+    "album": _TypeSpec("music", 6.0, 2, "release_year", (1960, 2023), "album", "was released"),
+    "record_label": _TypeSpec("music", 2.0, 2, "founded_year", (1900, 2015), "record label", "was founded"),
+    "club": _TypeSpec("sports", 4.0, 2, "founded_year", (1860, 2010), "club", "was founded"),
+    "athlete": _TypeSpec("sports", 7.0, 3, "birth_year", (1950, 2004), "person", "was born"),
+    "coach": _TypeSpec("sports", 2.5, 2, "birth_year", (1940, 1990), "person", "was born"),
+    "stadium": _TypeSpec("sports", 2.5, 2, "opened_year", (1880, 2020), "stadium", "was opened"),
 }
 
-_PERSON_TYPES = frozenset({"film_person", "business_person"})
+_PERSON_TYPES = frozenset({"film_person", "business_person", "musician", "athlete", "coach"})
 
 _YEAR_QUESTIONS: dict[str, tuple[str, ...]] = {
     "country": (
@@ -98,6 +108,22 @@ _YEAR_QUESTIONS: dict[str, tuple[str, ...]] = {
         "What is the year of the first description of {x}?",
     ),
     "pharma": ("When was {x} founded?", "In what year was {x} founded?", "What is the founding year of {x}?"),
+    "band": ("When was {x} formed?", "In what year was {x} formed?", "What year did {x} get together?"),
+    "musician": ("When was {x} born?", "In what year was {x} born?", "What is the birth year of {x}?"),
+    "album": ("When was {x} released?", "In what year did {x} come out?", "What is the release year of {x}?"),
+    "record_label": (
+        "When was {x} founded?",
+        "In what year was {x} established?",
+        "What is the founding year of {x}?",
+    ),
+    "club": (
+        "When was {x} founded?",
+        "In what year was {x} established?",
+        "What is the founding year of {x}?",
+    ),
+    "athlete": ("When was {x} born?", "In what year was {x} born?", "What is the birth year of {x}?"),
+    "coach": ("When was {x} born?", "In what year was {x} born?", "What is the birth year of {x}?"),
+    "stadium": ("When was {x} opened?", "In what year did {x} open?", "What is the opening year of {x}?"),
 }
 
 
@@ -470,6 +496,148 @@ _RELATIONS: dict[str, _RelText] = {
             "Is the city where {a} was first isolated the same as that of {b}?",
         ),
     ),
+    "member_of": _RelText(
+        fwd_np=("the band of {x}", "the band that {x} plays in", "the group {x} belongs to"),
+        fwd_q=(
+            "Which band is {x} a member of?",
+            "What band does {x} play in?",
+            "Which group does {x} belong to?",
+        ),
+        inv_np=("the member of {x}", "the musician who plays in {x}", "the musician in {x}"),
+        inv_q=("Who is a member of {x}?", "Which musician plays in {x}?", "Who plays in {x}?"),
+        same_q=(
+            "Are {a} and {b} members of the same band?",
+            "Do {a} and {b} play in the same band?",
+            "Do {a} and {b} belong to the same group?",
+        ),
+        role="band",
+    ),
+    "recorded_by": _RelText(
+        fwd_np=("the band that recorded {x}", "the group behind {x}", "the band whose album is {x}"),
+        fwd_q=("Which band recorded {x}?", "Who recorded {x}?", "Which group made the album {x}?"),
+        inv_np=("the album recorded by {x}", "the album that {x} recorded", "the record made by {x}"),
+        inv_q=(
+            "Which album did {x} record?",
+            "What album was recorded by {x}?",
+            "Which record did {x} make?",
+        ),
+        same_q=(
+            "Were {a} and {b} recorded by the same band?",
+            "Are {a} and {b} albums of the same group?",
+            "Did the same band record {a} and {b}?",
+        ),
+        role="band",
+    ),
+    "produced_by": _RelText(
+        fwd_np=("the producer of {x}", "the person who produced {x}", "the record producer behind {x}"),
+        fwd_q=("Who produced {x}?", "Who is the producer of {x}?", "Which record producer worked on {x}?"),
+        inv_np=("the album produced by {x}", "the album that {x} produced", "the record {x} produced"),
+        inv_q=(
+            "Which album did {x} produce?",
+            "What album was produced by {x}?",
+            "Which record did {x} produce?",
+        ),
+        same_q=(
+            "Were {a} and {b} produced by the same person?",
+            "Do {a} and {b} have the same producer?",
+            "Did one producer make both {a} and {b}?",
+        ),
+        role="producer",
+    ),
+    "signed_to": _RelText(
+        fwd_np=(
+            "the record label of {x}",
+            "the label that {x} is signed to",
+            "the label releasing {x}'s music",
+        ),
+        fwd_q=(
+            "Which label is {x} signed to?",
+            "What is the record label of {x}?",
+            "Which label releases {x}'s music?",
+        ),
+        inv_np=("the band signed to {x}", "the band on {x}", "the group under contract with {x}"),
+        inv_q=(
+            "Which band is signed to {x}?",
+            "What band is on {x}?",
+            "Which group has a contract with {x}?",
+        ),
+        same_q=(
+            "Are {a} and {b} signed to the same label?",
+            "Do {a} and {b} have the same record label?",
+            "Is the label of {a} the same as that of {b}?",
+        ),
+        role="record label",
+    ),
+    "formed_in": _RelText(
+        fwd_np=("the city where {x} was formed", "the home town of {x}", "the city {x} comes from"),
+        fwd_q=("Where was {x} formed?", "In which city was {x} formed?", "Which city does {x} come from?"),
+        inv_np=("the band formed in {x}", "the band that got together in {x}", "the group from {x}"),
+        inv_q=(
+            "Which band was formed in {x}?",
+            "What band got together in {x}?",
+            "Which group comes from {x}?",
+        ),
+        same_q=(
+            "Were {a} and {b} formed in the same city?",
+            "Do {a} and {b} come from the same city?",
+            "Did {a} and {b} get together in one city?",
+        ),
+    ),
+    "plays_for": _RelText(
+        fwd_np=("the club {x} plays for", "the team of {x}", "the club that {x} represents"),
+        fwd_q=(
+            "Which club does {x} play for?",
+            "What team does {x} play for?",
+            "Which club does {x} represent?",
+        ),
+        inv_np=("the player of {x}", "the athlete who plays for {x}", "the footballer at {x}"),
+        inv_q=("Who plays for {x}?", "Which athlete plays for {x}?", "Which footballer is at {x}?"),
+        same_q=(
+            "Do {a} and {b} play for the same club?",
+            "Are {a} and {b} on the same team?",
+            "Do {a} and {b} represent the same club?",
+        ),
+        role="club",
+    ),
+    "coached_by": _RelText(
+        fwd_np=("the coach of {x}", "the manager of {x}", "the person who coaches {x}"),
+        fwd_q=("Who coaches {x}?", "Who is the coach of {x}?", "Who manages {x}?"),
+        inv_np=("the club coached by {x}", "the team that {x} coaches", "the club managed by {x}"),
+        inv_q=("Which club does {x} coach?", "What team is coached by {x}?", "Which club does {x} manage?"),
+        same_q=(
+            "Are {a} and {b} coached by the same person?",
+            "Do {a} and {b} have the same coach?",
+            "Does one coach manage both {a} and {b}?",
+        ),
+        role="coach",
+    ),
+    "home_ground": _RelText(
+        fwd_np=("the home stadium of {x}", "the ground where {x} plays", "the stadium {x} plays at"),
+        fwd_q=(
+            "Where does {x} play its home games?",
+            "What is the home stadium of {x}?",
+            "At which stadium does {x} play?",
+        ),
+        inv_np=("the club that plays at {x}", "the team based at {x}", "the club whose ground is {x}"),
+        inv_q=("Which club plays at {x}?", "What team is based at {x}?", "Whose home ground is {x}?"),
+        same_q=(
+            "Do {a} and {b} play at the same stadium?",
+            "Do {a} and {b} share a home ground?",
+            "Is the home stadium of {a} the same as that of {b}?",
+        ),
+        role="home stadium",
+    ),
+    "stadium_in": _RelText(
+        fwd_np=("the city where {x} stands", "the city that is home to {x}", "the location of {x}"),
+        fwd_q=("In which city is {x}?", "Where does {x} stand?", "Which city is home to {x}?"),
+        inv_np=("the stadium in {x}", "the stadium that stands in {x}", "the arena located in {x}"),
+        inv_q=("Which stadium is in {x}?", "What stadium stands in {x}?", "Which arena is located in {x}?"),
+        same_q=(
+            "Are {a} and {b} in the same city?",
+            "Do {a} and {b} stand in the same city?",
+            "Is the city of {a} the same as that of {b}?",
+        ),
+    ),
 }
 
 # Comparison questions reach their compared entity directly or through one of these (start type, relation).
@@ -481,6 +649,11 @@ _VIA_EDGES: dict[str, tuple[tuple[str, str], ...]] = {
     "protein": (("drug", "targets"),),
     "gene": (("disease", "associated_with"),),
     "organism": (("disease", "caused_by"),),
+    "band": (("album", "recorded_by"),),
+    "musician": (("album", "produced_by"),),
+    "record_label": (("band", "signed_to"),),
+    "coach": (("club", "coached_by"),),
+    "stadium": (("club", "home_ground"),),
 }
 
 # Relations whose objects "same ...?" yes/no comparisons ask about, per compared type.
@@ -495,6 +668,14 @@ _SAME_KEYS: dict[str, tuple[str, ...]] = {
     "gene": ("found_in",),
     "pharma": ("headquartered_in",),
     "organism": ("isolated_in",),
+    "band": ("formed_in", "signed_to"),
+    "musician": ("born_in", "member_of"),
+    "album": ("recorded_by", "produced_by"),
+    "record_label": ("headquartered_in",),
+    "club": ("home_ground", "coached_by"),
+    "athlete": ("born_in", "plays_for"),
+    "coach": ("born_in", "educated_at"),
+    "stadium": ("stadium_in",),
 }
 
 _YEAR_CMP_GENERAL = (

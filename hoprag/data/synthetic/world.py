@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import random
 
-from .config import DOMAINS, SyntheticConfig, _num_distractors
+from .config import DEFAULT_DOMAINS, SyntheticConfig, _num_distractors
 from .names import (
+    _ALBUM_KINDS,
+    _ATHLETE_POSITIONS,
     _BUSINESS_OCCUPATIONS,
     _DRUG_CLASSES,
     _FILM_OCCUPATIONS,
     _INDUSTRIES,
+    _MUSIC_OCCUPATIONS,
     _ORGANISM_KINDS,
     _PRODUCT_KINDS,
     _Namer,
@@ -34,8 +37,9 @@ def _largest_remainder(total: int, weights: dict[str, float]) -> dict[str, int]:
 
 def _type_counts(config: SyntheticConfig) -> tuple[dict[str, int], dict[str, int]]:
     types = _active_types(config.domains)
-    # Places are shared by all domains, so their share shrinks when fewer domains are active.
-    scale = len(config.domains) / len(DOMAINS)
+    # Places are shared by all domains, so their share follows the number of active domains (relative
+    # to the default three, whose benchmarks this must not change).
+    scale = len(config.domains) / len(DEFAULT_DOMAINS)
     weights = {t: _TYPES[t].weight * (scale if _TYPES[t].domain == GENERAL_DOMAIN else 1.0) for t in types}
     distractors = _num_distractors(config.num_documents, config.distractor_fraction)
     core_total = config.num_documents - distractors
@@ -115,15 +119,31 @@ def _make_entities(config: SyntheticConfig, world: _World) -> None:
             year = rng.randint(*spec.year_range)
             kind = ""
             mass = 0
-            if etype == "film_person":
-                # The first core people cover every occupation so that every film can find a director.
-                if core and i < len(_FILM_OCCUPATIONS):
-                    kind = _FILM_OCCUPATIONS[i][0]
+            if etype in ("film_person", "musician"):
+                # The first core people cover every occupation so that every film can find a director
+                # and every album a producer.
+                occupations = _FILM_OCCUPATIONS if etype == "film_person" else _MUSIC_OCCUPATIONS
+                if core and i < len(occupations):
+                    kind = occupations[i][0]
                 else:
-                    kind = rng.choices([o for o, _ in _FILM_OCCUPATIONS], [w for _, w in _FILM_OCCUPATIONS])[
-                        0
-                    ]
+                    kind = rng.choices([o for o, _ in occupations], [w for _, w in occupations])[0]
                 name = namer.person()
+            elif etype == "athlete":
+                kind = rng.choice(_ATHLETE_POSITIONS)
+                name = namer.person()
+            elif etype == "coach":
+                name = namer.person()
+            elif etype == "band":
+                name = namer.band()
+            elif etype == "album":
+                kind = rng.choice(_ALBUM_KINDS)
+                name = namer.album()
+            elif etype == "record_label":
+                name = namer.record_label()
+            elif etype == "club":
+                name = namer.club()
+            elif etype == "stadium":
+                name = namer.stadium()
             elif etype == "business_person":
                 kind = rng.choice(_BUSINESS_OCCUPATIONS)
                 name = namer.person()
@@ -199,34 +219,43 @@ def _make_facts(config: SyntheticConfig, world: _World) -> None:
         if city is not None:
             world.add_fact(uni, "university_in", city)
 
-    if "film" in config.domains:
-        people = by_type["film_person"]
-        occupation_pools: dict[tuple[bool, str], list[int]] = {}
+    def occupation_pools(people: list[int]) -> dict[tuple[bool, str], list[int]]:
+        """People by (core pool?, occupation): core subjects draw from core people only."""
+        pools: dict[tuple[bool, str], list[int]] = {}
         for p in people:
-            occupation_pools.setdefault((True, world.kind[p]), [])
-            occupation_pools.setdefault((False, world.kind[p]), [])
+            pools.setdefault((True, world.kind[p]), [])
+            pools.setdefault((False, world.kind[p]), [])
             if world.core[p]:
-                occupation_pools[(True, world.kind[p])].append(p)
-            occupation_pools[(False, world.kind[p])].append(p)
+                pools[(True, world.kind[p])].append(p)
+            pools[(False, world.kind[p])].append(p)
+        return pools
 
-        def pick_role(film: int, occupation: str, exclude: int = -1) -> int | None:
-            pool = occupation_pools.get((world.core[film], occupation), [])
-            if not pool:
-                return None
-            for _ in range(8):
-                choice = pool[rng.randrange(len(pool))]
-                if choice != exclude:
-                    return choice
+    def pick_role(
+        pools: dict[tuple[bool, str], list[int]], subject: int, occupation: str, exclude: int = -1
+    ) -> int | None:
+        pool = pools.get((world.core[subject], occupation), [])
+        if not pool:
             return None
+        for _ in range(8):
+            choice = pool[rng.randrange(len(pool))]
+            if choice != exclude:
+                return choice
+        return None
 
+    def birthplace_and_school(people: list[int], school_probability: float) -> None:
         for p in people:
             city = pick("city", p)
             if city is not None:
                 world.add_fact(p, "born_in", city)
-            if rng.random() < 0.6:
+            if rng.random() < school_probability:
                 uni = pick("university", p)
                 if uni is not None:
                     world.add_fact(p, "educated_at", uni)
+
+    if "film" in config.domains:
+        people = by_type["film_person"]
+        film_pools = occupation_pools(people)
+        birthplace_and_school(people, 0.6)
         for core in (True, False):
             pool = [p for p in people if world.core[p] == core]
             rng.shuffle(pool)
@@ -236,30 +265,23 @@ def _make_facts(config: SyntheticConfig, world: _World) -> None:
                 world.add_fact(a, "married_to", b)
                 world.add_fact(b, "married_to", a)
         for film in by_type["film"]:
-            director = pick_role(film, "a film director")
+            director = pick_role(film_pools, film, "a film director")
             if director is not None:
                 world.add_fact(film, "directed_by", director)
             if rng.random() < 0.6:
-                writer = pick_role(film, "a screenwriter")
+                writer = pick_role(film_pools, film, "a screenwriter")
                 if writer is not None:
                     world.add_fact(film, "written_by", writer)
-            first = pick_role(film, "an actor")
+            first = pick_role(film_pools, film, "an actor")
             if first is not None:
                 world.add_fact(film, "stars", first)
                 if rng.random() < 0.4:
-                    second = pick_role(film, "an actor", exclude=first)
+                    second = pick_role(film_pools, film, "an actor", exclude=first)
                     if second is not None:
                         world.add_fact(film, "stars", second)
 
     if "business" in config.domains:
-        for p in by_type["business_person"]:
-            city = pick("city", p)
-            if city is not None:
-                world.add_fact(p, "born_in", city)
-            if rng.random() < 0.6:
-                uni = pick("university", p)
-                if uni is not None:
-                    world.add_fact(p, "educated_at", uni)
+        birthplace_and_school(by_type["business_person"], 0.6)
         companies = by_type["company"]
         for idx, company in enumerate(companies):
             founder = pick("business_person", company)
@@ -325,6 +347,56 @@ def _make_facts(config: SyntheticConfig, world: _World) -> None:
                 target = pick(target_type, drug)
                 if target is not None:
                     world.add_fact(drug, rel, target)
+
+    if "music" in config.domains:
+        musicians = by_type["musician"]
+        music_pools = occupation_pools(musicians)
+        birthplace_and_school(musicians, 0.4)
+        for label in by_type["record_label"]:
+            city = pick("city", label)
+            if city is not None:
+                world.add_fact(label, "headquartered_in", city)
+        for band in by_type["band"]:
+            city = pick("city", band)
+            if city is not None:
+                world.add_fact(band, "formed_in", city)
+            if rng.random() < 0.7:
+                label = pick("record_label", band)
+                if label is not None:
+                    world.add_fact(band, "signed_to", label)
+        for musician in musicians:
+            if world.kind[musician] != "a record producer" and rng.random() < 0.8:
+                band = pick("band", musician)
+                if band is not None:
+                    world.add_fact(musician, "member_of", band)
+        for album in by_type["album"]:
+            band = pick("band", album)
+            if band is not None:
+                world.add_fact(album, "recorded_by", band)
+            if rng.random() < 0.6:
+                producer = pick_role(music_pools, album, "a record producer")
+                if producer is not None:
+                    world.add_fact(album, "produced_by", producer)
+
+    if "sports" in config.domains:
+        birthplace_and_school(by_type["athlete"], 0.2)
+        birthplace_and_school(by_type["coach"], 0.5)
+        for stadium in by_type["stadium"]:
+            city = pick("city", stadium)
+            if city is not None:
+                world.add_fact(stadium, "stadium_in", city)
+        for club in by_type["club"]:
+            stadium = pick("stadium", club)
+            if stadium is not None:
+                world.add_fact(club, "home_ground", stadium)
+            if rng.random() < 0.8:
+                coach = pick("coach", club)
+                if coach is not None:
+                    world.add_fact(club, "coached_by", coach)
+        for athlete in by_type["athlete"]:
+            club = pick("club", athlete)
+            if club is not None:
+                world.add_fact(athlete, "plays_for", club)
 
 
 def _assign_pronouns(config: SyntheticConfig, world: _World) -> None:
