@@ -15,7 +15,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--num-documents", type=int, default=1000)
     g.add_argument("--train-questions", type=int, default=200)
     g.add_argument("--test-questions", type=int, default=100)
-    g.add_argument("--domains", nargs="+", default=None, help="domains to include (default: biomedical business film; music and sports are opt-in)")
+    g.add_argument(
+        "--domains",
+        nargs="+",
+        default=None,
+        help="domains to include (default: biomedical business film; music and sports are opt-in)",
+    )
     g.add_argument(
         "--held-out-domains", nargs="+", default=[], help="domains whose questions go only to test"
     )
