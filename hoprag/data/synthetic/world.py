@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from .config import DEFAULT_DOMAINS, SyntheticConfig, _num_distractors
 from .names import (
@@ -108,6 +109,31 @@ class _World:
         return [s for r, s in self.inn[eid] if r == rel]
 
 
+# Entity types whose name is drawn with nothing before it.
+_PLAIN_NAMERS: dict[str, Callable[[_Namer], str]] = {
+    "country": _Namer.country,
+    "city": _Namer.city,
+    "university": _Namer.university,
+    "film": _Namer.film,
+    "disease": _Namer.disease,
+    "gene": _Namer.gene,
+    "pharma": _Namer.pharma,
+    "band": _Namer.band,
+    "record_label": _Namer.record_label,
+    "coach": _Namer.person,
+    "club": _Namer.club,
+    "stadium": _Namer.stadium,
+}
+# Entity types that draw a kind (occupation, product kind, ...) and then a name.
+_KINDED_NAMERS: dict[str, tuple[tuple[str, ...], Callable[[_Namer], str]]] = {
+    "business_person": (_BUSINESS_OCCUPATIONS, _Namer.person),
+    "product": (_PRODUCT_KINDS, _Namer.product),
+    "organism": (_ORGANISM_KINDS, _Namer.organism),
+    "album": (_ALBUM_KINDS, _Namer.album),
+    "athlete": (_ATHLETE_POSITIONS, _Namer.person),
+}
+
+
 def _make_entities(config: SyntheticConfig, world: _World) -> None:
     rng = random.Random(f"hoprag-synthetic:{config.seed}:entities")
     namer = _Namer(rng)
@@ -119,7 +145,13 @@ def _make_entities(config: SyntheticConfig, world: _World) -> None:
             year = rng.randint(*spec.year_range)
             kind = ""
             mass = 0
-            if etype in ("film_person", "musician"):
+            if etype in _PLAIN_NAMERS:
+                name = _PLAIN_NAMERS[etype](namer)
+            elif etype in _KINDED_NAMERS:
+                kinds, make_name = _KINDED_NAMERS[etype]
+                kind = rng.choice(kinds)
+                name = make_name(namer)
+            elif etype in ("film_person", "musician"):
                 # The first core people cover every occupation so that every film can find a director
                 # and every album a producer.
                 occupations = _FILM_OCCUPATIONS if etype == "film_person" else _MUSIC_OCCUPATIONS
@@ -128,54 +160,15 @@ def _make_entities(config: SyntheticConfig, world: _World) -> None:
                 else:
                     kind = rng.choices([o for o, _ in occupations], [w for _, w in occupations])[0]
                 name = namer.person()
-            elif etype == "athlete":
-                kind = rng.choice(_ATHLETE_POSITIONS)
-                name = namer.person()
-            elif etype == "coach":
-                name = namer.person()
-            elif etype == "band":
-                name = namer.band()
-            elif etype == "album":
-                kind = rng.choice(_ALBUM_KINDS)
-                name = namer.album()
-            elif etype == "record_label":
-                name = namer.record_label()
-            elif etype == "club":
-                name = namer.club()
-            elif etype == "stadium":
-                name = namer.stadium()
-            elif etype == "business_person":
-                kind = rng.choice(_BUSINESS_OCCUPATIONS)
-                name = namer.person()
-            elif etype == "city":
-                name = namer.city()
-            elif etype == "country":
-                name = namer.country()
-            elif etype == "university":
-                name = namer.university()
-            elif etype == "film":
-                name = namer.film()
             elif etype == "company":
                 kind, suffixes = rng.choice(_INDUSTRIES)
                 name = namer.company(suffixes)
-            elif etype == "product":
-                kind = rng.choice(_PRODUCT_KINDS)
-                name = namer.product()
             elif etype == "drug":
                 suffix, kind = rng.choice(_DRUG_CLASSES)
                 name = namer.drug(suffix)
-            elif etype == "disease":
-                name = namer.disease()
-            elif etype == "gene":
-                name = namer.gene()
             elif etype == "protein":
                 mass = rng.randint(12, 480)
                 name = namer.protein()
-            elif etype == "organism":
-                kind = rng.choice(_ORGANISM_KINDS)
-                name = namer.organism()
-            elif etype == "pharma":
-                name = namer.pharma()
             else:  # pragma: no cover - guarded by the type table
                 raise AssertionError(etype)
             world.add_entity(name, etype, core, year, kind, mass)
@@ -196,6 +189,18 @@ def _make_facts(config: SyntheticConfig, world: _World) -> None:
                 return choice
         return None
 
+    def link(
+        subject: int, relation: str, target_type: str, probability: float = 1.0, exclude: int = -1
+    ) -> int | None:
+        """With ``probability`` (no draw at 1), a fact from ``subject`` to a drawn ``target_type``
+        entity; the target, or None."""
+        if probability < 1.0 and rng.random() >= probability:
+            return None
+        target = pick(target_type, subject, exclude)
+        if target is not None:
+            world.add_fact(subject, relation, target)
+        return target
+
     # Geography: the first city of each country (in its own pool) is its capital.
     capitals: dict[int, int] = {}
     for core in (True, False):
@@ -215,9 +220,7 @@ def _make_facts(config: SyntheticConfig, world: _World) -> None:
         if country in capitals:
             world.add_fact(country, "capital", capitals[country])
     for uni in by_type.get("university", []):
-        city = pick("city", uni)
-        if city is not None:
-            world.add_fact(uni, "university_in", city)
+        link(uni, "university_in", "city")
 
     def occupation_pools(people: list[int]) -> dict[tuple[bool, str], list[int]]:
         """People by (core pool?, occupation): core subjects draw from core people only."""
@@ -244,13 +247,8 @@ def _make_facts(config: SyntheticConfig, world: _World) -> None:
 
     def birthplace_and_school(people: list[int], school_probability: float) -> None:
         for p in people:
-            city = pick("city", p)
-            if city is not None:
-                world.add_fact(p, "born_in", city)
-            if rng.random() < school_probability:
-                uni = pick("university", p)
-                if uni is not None:
-                    world.add_fact(p, "educated_at", uni)
+            link(p, "born_in", "city")
+            link(p, "educated_at", "university", school_probability)
 
     if "film" in config.domains:
         people = by_type["film_person"]
@@ -284,16 +282,9 @@ def _make_facts(config: SyntheticConfig, world: _World) -> None:
         birthplace_and_school(by_type["business_person"], 0.6)
         companies = by_type["company"]
         for idx, company in enumerate(companies):
-            founder = pick("business_person", company)
-            if founder is not None:
-                world.add_fact(company, "founded_by", founder)
-            city = pick("city", company)
-            if city is not None:
-                world.add_fact(company, "headquartered_in", city)
-            if rng.random() < 0.5:
-                ceo = pick("business_person", company, exclude=founder if founder is not None else -1)
-                if ceo is not None:
-                    world.add_fact(company, "ceo", ceo)
+            founder = link(company, "founded_by", "business_person")
+            link(company, "headquartered_in", "city")
+            link(company, "ceo", "business_person", 0.5, exclude=founder if founder is not None else -1)
             # Acquirers always come earlier in the list, so acquisitions never form a cycle.
             if idx > 0 and rng.random() < 0.25:
                 earlier = [
@@ -302,23 +293,14 @@ def _make_facts(config: SyntheticConfig, world: _World) -> None:
                 if earlier:
                     world.add_fact(company, "acquired_by", earlier[rng.randrange(len(earlier))])
         for product in by_type["product"]:
-            maker = pick("company", product)
-            if maker is not None:
-                world.add_fact(product, "manufactured_by", maker)
-            if rng.random() < 0.5:
-                designer = pick("business_person", product)
-                if designer is not None:
-                    world.add_fact(product, "designed_by", designer)
+            link(product, "manufactured_by", "company")
+            link(product, "designed_by", "business_person", 0.5)
 
     if "biomedical" in config.domains:
         for org in by_type["organism"]:
-            city = pick("city", org)
-            if city is not None:
-                world.add_fact(org, "isolated_in", city)
+            link(org, "isolated_in", "city")
         for pharma in by_type["pharma"]:
-            city = pick("city", pharma)
-            if city is not None:
-                world.add_fact(pharma, "headquartered_in", city)
+            link(pharma, "headquartered_in", "city")
         # Genes and proteins pair up one-to-one inside each pool, as real gene products mostly do.
         for core in (True, False):
             genes = [g for g in by_type["gene"] if world.core[g] == core]
@@ -327,52 +309,29 @@ def _make_facts(config: SyntheticConfig, world: _World) -> None:
             for gene, protein in zip(genes, proteins, strict=False):
                 world.add_fact(gene, "encodes", protein)
         for gene in by_type["gene"]:
-            org = pick("organism", gene)
-            if org is not None:
-                world.add_fact(gene, "found_in", org)
+            link(gene, "found_in", "organism")
         for disease in by_type["disease"]:
-            gene = pick("gene", disease)
-            if gene is not None:
-                world.add_fact(disease, "associated_with", gene)
-            if rng.random() < 0.4:
-                org = pick("organism", disease)
-                if org is not None:
-                    world.add_fact(disease, "caused_by", org)
+            link(disease, "associated_with", "gene")
+            link(disease, "caused_by", "organism", 0.4)
         for drug in by_type["drug"]:
-            for rel, target_type in (
-                ("treats", "disease"),
-                ("targets", "protein"),
-                ("developed_by", "pharma"),
-            ):
-                target = pick(target_type, drug)
-                if target is not None:
-                    world.add_fact(drug, rel, target)
+            link(drug, "treats", "disease")
+            link(drug, "targets", "protein")
+            link(drug, "developed_by", "pharma")
 
     if "music" in config.domains:
         musicians = by_type["musician"]
         music_pools = occupation_pools(musicians)
         birthplace_and_school(musicians, 0.4)
         for label in by_type["record_label"]:
-            city = pick("city", label)
-            if city is not None:
-                world.add_fact(label, "headquartered_in", city)
+            link(label, "headquartered_in", "city")
         for band in by_type["band"]:
-            city = pick("city", band)
-            if city is not None:
-                world.add_fact(band, "formed_in", city)
-            if rng.random() < 0.7:
-                label = pick("record_label", band)
-                if label is not None:
-                    world.add_fact(band, "signed_to", label)
+            link(band, "formed_in", "city")
+            link(band, "signed_to", "record_label", 0.7)
         for musician in musicians:
-            if world.kind[musician] != "a record producer" and rng.random() < 0.8:
-                band = pick("band", musician)
-                if band is not None:
-                    world.add_fact(musician, "member_of", band)
+            if world.kind[musician] != "a record producer":
+                link(musician, "member_of", "band", 0.8)
         for album in by_type["album"]:
-            band = pick("band", album)
-            if band is not None:
-                world.add_fact(album, "recorded_by", band)
+            link(album, "recorded_by", "band")
             if rng.random() < 0.6:
                 producer = pick_role(music_pools, album, "a record producer")
                 if producer is not None:
@@ -382,21 +341,12 @@ def _make_facts(config: SyntheticConfig, world: _World) -> None:
         birthplace_and_school(by_type["athlete"], 0.2)
         birthplace_and_school(by_type["coach"], 0.5)
         for stadium in by_type["stadium"]:
-            city = pick("city", stadium)
-            if city is not None:
-                world.add_fact(stadium, "stadium_in", city)
+            link(stadium, "stadium_in", "city")
         for club in by_type["club"]:
-            stadium = pick("stadium", club)
-            if stadium is not None:
-                world.add_fact(club, "home_ground", stadium)
-            if rng.random() < 0.8:
-                coach = pick("coach", club)
-                if coach is not None:
-                    world.add_fact(club, "coached_by", coach)
+            link(club, "home_ground", "stadium")
+            link(club, "coached_by", "coach", 0.8)
         for athlete in by_type["athlete"]:
-            club = pick("club", athlete)
-            if club is not None:
-                world.add_fact(athlete, "plays_for", club)
+            link(athlete, "plays_for", "club")
 
 
 def _assign_pronouns(config: SyntheticConfig, world: _World) -> None:
