@@ -29,7 +29,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 test: lint
-	$(BIN)/python -m pytest -q -rs
+	$(BIN)/python -m pytest -q -rs --durations=20
 
 # docs/img/playground-{desktop,phone}.png: the playground answering a plan question in headless Chromium.
 playground-screenshots: $(STAMP)

@@ -198,7 +198,8 @@ class QAAppSettings(QASettings):
     startup_delay_s: float = Field(
         default=0.0,
         ge=0,
-        description="Wait before a QA replica loads its index and models (staggered rollouts).",
+        description="Wait before a QA replica loads its index and models (staggered rollouts); the "
+        "replica's start_loading() method ends the wait early.",
     )
     ingress: DeploymentSettings = Field(
         default_factory=lambda: DeploymentSettings(

@@ -10,6 +10,12 @@ import pytest
 # Tests never touch the network: the packaged models are complete.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Ray Train in tests (read by the session cluster's processes and by hoprag subprocesses): no
+# cloud-preemption watcher actor per run (a process start each; no test preempts a node), and the
+# controller polls its workers every 0.5 s instead of 2 s, so a finished or killed worker is seen
+# sooner. What a run does is unchanged.
+os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
+os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -47,6 +46,7 @@ class QADeployment:
         self._llm_handle = llm_handle
         self._retriever_handle = retriever_handle
         self._ready = threading.Event()
+        self._delay_over = threading.Event()  # set by start_loading(): the startup delay ends early
         self._load_error: BaseException | None = None
         self._systems: dict[str, Any] = {}
         self._index: Any = None  # the KGIndex of the snapshot being served
@@ -64,7 +64,7 @@ class QADeployment:
 
     def _load(self) -> None:
         try:
-            time.sleep(self._settings.startup_delay_s)
+            self._delay_over.wait(self._settings.startup_delay_s)
             from serving.remote import RemoteLLM, RemoteRetriever
             from serving.snapshots import SnapshotWatcher
 
@@ -119,6 +119,11 @@ class QADeployment:
         }
         # One swap: requests see the old systems, index and snapshot or the new ones.
         self._systems, self._index, self._snapshot = systems, index, index.snapshot_id
+
+    def start_loading(self) -> None:
+        """End this replica's ``startup_delay_s`` now: an operator starting a staggered replica
+        early, or a test that has seen the replica report not-ready. No effect once loading began."""
+        self._delay_over.set()
 
     def ready(self) -> bool:
         return self._ready.is_set() and self._load_error is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +29,40 @@ def gemma():
     from hoprag.llm.embedded import EmbeddedLLM
 
     return EmbeddedLLM(EmbeddedLLMConfig(adapter=None))
+
+
+@pytest.fixture(scope="module")
+def random_adapter():
+    """Writes a real PEFT LoRA adapter of the packaged Gemma (q/v projections, rank 4, random A and
+    non-zero random B, so it changes the function) listing ``tasks``: ``write(path, tasks, seed)``.
+    The base weights are loaded once; each adapter is unloaded from them after it is saved."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from hoprag.llm.embedded import ensure_converted_checkpoint
+
+    base = AutoModelForCausalLM.from_pretrained(str(ensure_converted_checkpoint()), dtype=torch.float32)
+
+    def write(path: Path, tasks: list[str], seed: int) -> Path:
+        nonlocal base
+        torch.manual_seed(seed)
+        lora = LoraConfig(r=4, lora_alpha=64, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+        peft_model = get_peft_model(base, lora)
+        peft_model.save_pretrained(str(path))
+        base = peft_model.unload()
+        (path / "student.json").write_text(json.dumps({"tasks": tasks}))
+        return path
+
+    return write
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """The default embedded LLM: the base model with the distilled student shipped with hoprag."""
+    from hoprag.llm.embedded import EmbeddedLLM
+
+    return EmbeddedLLM()
 
 
 def test_batched_generation_with_stop_sequences(gemma):
@@ -80,25 +115,14 @@ def test_second_load_uses_the_converted_cache(gemma, monkeypatch):
     assert again.model_id == gemma.model_id  # loaded from the cache (a conversion would have failed)
 
 
-def test_a_lora_adapter_loads_merged_changes_the_output_and_the_model_id(gemma, tmp_path):
+def test_a_lora_adapter_loads_merged_changes_the_output_and_the_model_id(gemma, random_adapter, tmp_path):
     """A real PEFT LoRA adapter of the packaged Gemma (random, non-zero B so it changes the
     function), loaded by config as a distilled student would be: its tasks get the adapter, other
     prompts the base model."""
-    import json
-
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    from hoprag.llm.embedded import EmbeddedLLM, EmbeddedLLMConfig, ensure_converted_checkpoint
+    from hoprag.llm.embedded import EmbeddedLLM, EmbeddedLLMConfig
     from hoprag.planner.prompts import plan_prompt
 
-    torch.manual_seed(0)
-    base = AutoModelForCausalLM.from_pretrained(str(ensure_converted_checkpoint()), dtype=torch.float32)
-    lora = LoraConfig(r=4, lora_alpha=64, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
-    adapter = tmp_path / "adapter"
-    get_peft_model(base, lora).save_pretrained(str(adapter))
-    (adapter / "student.json").write_text(json.dumps({"tasks": ["openie"]}))
+    adapter = random_adapter(tmp_path / "adapter", ["openie"], seed=0)
     student = EmbeddedLLM(EmbeddedLLMConfig(adapter=str(adapter)))
     assert student.student_tasks == {"openie"}
     assert student.model_id.startswith(gemma.model_id + "+adapter:")
@@ -116,26 +140,18 @@ def test_a_lora_adapter_loads_merged_changes_the_output_and_the_model_id(gemma, 
     assert student.generate([plan.prompt], forced) != gemma.generate([plan.prompt], forced)
 
 
-def test_a_planner_student_beside_the_shipped_one_serves_only_the_planner_tasks(gemma, tmp_path):
+def test_a_planner_student_beside_the_shipped_one_serves_only_the_planner_tasks(
+    gemma, shipped, random_adapter, tmp_path
+):
     """``adapter: [packaged, PLANNER]``: the shipped student keeps its tasks token for token, the
     second student (a real random LoRA listing plan and update) gets the planner's prompts, and a
     prompt of neither (the judge's) is the base model's."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
     from evaluation.judge import judge_prompt
     from hoprag.llm.adapters import adapter_fingerprint
-    from hoprag.llm.embedded import EmbeddedLLM, ensure_converted_checkpoint
+    from hoprag.llm.embedded import EmbeddedLLM
     from hoprag.planner.prompts import plan_prompt
 
-    torch.manual_seed(1)
-    base = AutoModelForCausalLM.from_pretrained(str(ensure_converted_checkpoint()), dtype=torch.float32)
-    lora = LoraConfig(r=4, lora_alpha=64, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
-    planner = tmp_path / "planner"
-    get_peft_model(base, lora).save_pretrained(str(planner))
-    (planner / "student.json").write_text(json.dumps({"tasks": ["plan", "update"]}))
-    shipped = EmbeddedLLM()
+    planner = random_adapter(tmp_path / "planner", ["plan", "update"], seed=1)
     both = EmbeddedLLM(EmbeddedLLMConfig(adapter=["packaged", str(planner)]))
     assert both.student_tasks == {"openie", "ner", "answer", "plan", "update"}
     assert both.model_id == f"{shipped.model_id}+adapter:{adapter_fingerprint(planner)}"
@@ -149,17 +165,16 @@ def test_a_planner_student_beside_the_shipped_one_serves_only_the_planner_tasks(
     assert both.generate([judge.prompt], judge.params) == gemma.generate([judge.prompt], judge.params)
 
 
-def test_the_shipped_student_extracts_links_and_answers_with_its_short_prompts(gemma):
+def test_the_shipped_student_extracts_links_and_answers_with_its_short_prompts(shipped):
     """The default embedded LLM is the distilled student: on a passage with names it never saw it
     extracts the facts the base model misses, finds the question's entities, and answers a two-hop
     question from facts and a document (the retrieve-mode prompt)."""
     from hoprag.extraction.parsing import parse_entity_list, parse_openie_output
     from hoprag.extraction.prompts import ner_prompt
-    from hoprag.llm.embedded import EmbeddedLLM
     from hoprag.planner.parsing import parse_answer
     from hoprag.planner.prompts import answer_prompt
 
-    student = EmbeddedLLM()
+    student = shipped
     assert student.student_tasks == {"openie", "ner", "answer"}
     passage = "Velmora Tesk is a painter. She was born in Quillan. Velmora Tesk studied at Arden Polytechnic."
     spec = openie_prompt(passage, "completion", student=True)

@@ -47,9 +47,21 @@ def _config(film_eval: dict, out: Path) -> EvalConfig:
     )
 
 
-def test_interrupted_evaluation_resumes_with_only_the_missing_questions(film_eval, tmp_path) -> None:
+@pytest.fixture(scope="module")
+def evaluated(film_eval) -> tuple[EvalConfig, dict]:
+    """One complete evaluation run (config, summary): the tests below read it or copy its output."""
+    config = _config(film_eval, film_eval["root"] / "eval")
+    return config, run_evaluation(config, progress=False)
+
+
+def test_interrupted_evaluation_resumes_with_only_the_missing_questions(
+    film_eval, evaluated, tmp_path
+) -> None:
+    import shutil
+
+    complete, first = evaluated
     config = _config(film_eval, tmp_path / "eval")
-    first = run_evaluation(config, progress=False)
+    shutil.copytree(complete.out, config.out)  # the complete run's output, then a kill simulated in it
     path = results_path(config.out, "films", "glm")
     before = read_results(path)
     assert len(before) == 6
@@ -79,9 +91,8 @@ FILM_SUBGRAPHS = [
 ]
 
 
-def test_summary_report_plots_and_input_problems(film_eval, tmp_path, embedder) -> None:
-    config = _config(film_eval, tmp_path / "eval")
-    summary = run_evaluation(config, progress=False)
+def test_summary_report_plots_and_input_problems(film_eval, evaluated, embedder) -> None:
+    config, summary = evaluated
     by = {(r["benchmark"], r["system"]): r for r in summary["results"]}
     assert by[("films", "dense")]["n"] == 6 and by[("films-3hop", "dense")]["n"] == 1
     assert set(by[("films", "dense")]["metrics"]) == {"recall@1", "recall@2", "recall@5", "recall@10"}

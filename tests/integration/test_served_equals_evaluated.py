@@ -198,19 +198,16 @@ def generated(setup, ray_cluster, tmp_path_factory) -> dict:
     reference extractor, served as a second app next to the first. The served LLM is the reference
     extractor on a copy of the world, so its model id differs from the one that linked the index:
     both sides link every question at query time, with real NER of respelled names."""
-    import os
     import shutil
 
     from ray import serve
 
     from serving.builder import build_app
     from serving.run import wait_until_ready
-    from tests.support.local_ray import SAMPLE, run_reference_index
+    from tests.support.local_ray import SAMPLE, build_reference_index
 
     root = tmp_path_factory.mktemp("generated")
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    indexed = run_reference_index(root / "index", env)
-    assert indexed.returncode == 0, indexed.stdout[-3000:]
+    build_reference_index(root / "index", ray_cluster)
     world = root / "served-world" / "raw" / "world.json"
     world.parent.mkdir(parents=True)
     shutil.copy(SAMPLE / "raw" / "world.json", world)

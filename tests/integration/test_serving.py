@@ -103,10 +103,11 @@ def served(ray_cluster, tmp_path_factory, embedder, scripted_llm_server) -> Iter
     port = pick_free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     base = f"http://127.0.0.1:{port}"
-    # The QA replica waits 60 s before loading: far longer than serve.run takes to return, even on a
-    # busy machine (where it took up to ~20 s); the second app deploys meanwhile.
+    # The QA replica waits up to 300 s before loading: far longer than serve.run takes to return, even
+    # on a busy machine (where it took up to ~20 s). Once its first /readyz is seen (and the second app
+    # deployed meanwhile), the fixture ends the wait through the replica's start_loading().
     settings = _settings(
-        index, retriever.parent, server.base_url, load_in_background=True, startup_delay_s=60.0
+        index, retriever.parent, server.base_url, load_in_background=True, startup_delay_s=300.0
     )
     serve.run(build_app(settings), name="hoprag", route_prefix="/", blocking=False)
     first_readyz = _first_readyz(base)
@@ -124,6 +125,7 @@ def served(ray_cluster, tmp_path_factory, embedder, scripted_llm_server) -> Iter
         retriever_deployment={"num_cpus": 0.1, "autoscaling": {"min_replicas": 2, "max_replicas": 2}},
     )
     serve.run(build_app(open_settings), name="open", route_prefix="/open", blocking=False)
+    serve.get_deployment_handle("QA-default", app_name="hoprag").start_loading.remote().result(timeout_s=60)
     wait_until_ready(base, timeout_s=300, progress=False)
     wait_until_ready(f"{base}/open", timeout_s=300, progress=False)
     try:

@@ -10,6 +10,7 @@ DOM and takes full-page screenshots (``captureBeyondViewport``).
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import shutil
@@ -54,11 +55,18 @@ def ensure_chromium() -> tuple[str | None, str]:
     if not shutil.which("apt-get") or os.geteuid() != 0:
         return None, "chromium is not installed, and apt-get as root is not available to install it"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    try:
-        for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
-            subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=900)
-    except (subprocess.SubprocessError, OSError) as exc:
-        return None, f"chromium is not installed and `apt-get install chromium` failed: {exc}"
+    # One install at a time: the suite's parallel workers may all ask at once (apt's own lock would
+    # fail the second); a worker that waited finds the browser the first one installed.
+    with open(Path(tempfile.gettempdir()) / "hoprag-chromium-install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = find_chromium()
+        if found:
+            return found, ""
+        try:
+            for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+                subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=900)
+        except (subprocess.SubprocessError, OSError) as exc:
+            return None, f"chromium is not installed and `apt-get install chromium` failed: {exc}"
     found = find_chromium()
     return (found, "") if found else (None, "`apt-get install chromium` gave no chromium on PATH")
 

@@ -64,6 +64,25 @@ def run_reference_index(
     )
 
 
+def build_reference_index(out: Path, gcs_address: str) -> Path:
+    """What :func:`run_reference_index` builds, in this process on the session's cluster (no CLI
+    process, no cluster of its own): for tests that need the index, not the command."""
+    from hoprag.llm.factory import LLMBackendConfig
+    from hoprag.ray_runtime import RayConfig
+    from indexing.config import IndexConfig
+    from indexing.corpus import read_corpus
+    from indexing.pipeline import build_index
+
+    config = IndexConfig(
+        llm=LLMBackendConfig.model_validate(
+            {"backend": "reference", "reference": {"world": str(SAMPLE / "raw" / "world.json")}}
+        ),
+        ray=RayConfig(address=gcs_address),
+    )
+    build_index(out, config, corpus=read_corpus(SAMPLE))
+    return out
+
+
 def own_ray_train_workers() -> list[object]:
     """The Ray Train worker processes of this test process's own local cluster (``psutil.Process``).
 

@@ -145,7 +145,9 @@ def test_encoded_columns_collate_like_the_examples_they_came_from(small_index, e
     b = collate([direct, direct], tokenizer.pad_token_id, 32, 128)
     for name in ("input_ids", "node_positions", "buckets", "attention", "pooling", "entity_mask", "labels"):
         assert np.array_equal(np.asarray(getattr(a, name)), np.asarray(getattr(b, name))), name
-    assert np.allclose(np.asarray(a.question_vectors), np.asarray(b.question_vectors))
+    # The same question's vector: encoded in a batch of two here and alone above, and MiniLM's
+    # batched matrix products may round differently (~1e-7) with the batch size.
+    assert np.allclose(np.asarray(a.question_vectors), np.asarray(b.question_vectors), atol=1e-5)
 
 
 def test_a_gnn_run_needs_the_index_embedder_as_its_question_embedder(small_index, embedder):
