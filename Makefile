@@ -1,6 +1,7 @@
 # Self-bootstrapping entry points: the only prerequisite is Python >= 3.11.
 #   make demo   – index the packaged sample corpus with the embedded models (no GPU/network/key)
 #   make test   – lint + the whole test suite (what CI runs)
+#   make test-fast – lint + the unit tests only (the inner loop; no Ray cluster)
 #   make playground-screenshots – docs/img/playground-*.png from the playground's browser test
 PYTHON ?= python3
 VENV ?= .venv
@@ -9,7 +10,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.hoprag-installed
 
-.PHONY: demo test lint install clean playground-screenshots
+.PHONY: demo test test-fast lint install clean playground-screenshots
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "hoprag needs Python >= 3.11 (found %s); set PYTHON=python3.11" % sys.version.split()[0])'
@@ -28,8 +29,15 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# Two pytest-xdist workers, each running whole test files (module fixtures stay shared); the 20
+# slowest tests are listed at the end. TEST_WORKERS=0 runs in one process (docs/testing.md).
+TEST_WORKERS ?= 2
 test: lint
-	$(BIN)/python -m pytest -q -rs --durations=20
+	$(BIN)/python -m pytest -q -rs --durations=20 -n $(TEST_WORKERS) --dist loadfile
+
+# The inner loop (about a minute): the unit tests, no Ray cluster; not a substitute for `make test`.
+test-fast: lint
+	$(BIN)/python -m pytest -q -rs --durations=10 -n $(TEST_WORKERS) --dist loadfile tests/unit
 
 # docs/img/playground-{desktop,phone}.png: the playground answering a plan question in headless Chromium.
 playground-screenshots: $(STAMP)

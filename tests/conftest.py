@@ -18,6 +18,27 @@ os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
 os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")
 
 
+# The files that take minutes, slowest first (measured: docs/testing.md). `make test` runs the suite
+# on two pytest-xdist workers, a file to a worker (--dist loadfile); handing out the longest files
+# first keeps one worker from running a long file alone at the end. Files not named keep their order.
+SLOWEST_FIRST = (
+    "test_training.py",
+    "test_serving.py",
+    "test_distill.py",
+    "test_cluster_submit.py",
+    "test_embedded_models.py",
+    "test_served_equals_evaluated.py",
+    "test_evaluation.py",
+    "test_serving_indexes.py",
+    "test_index_pipeline.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's order kept
+
+
 @pytest.fixture(scope="session")
 def embedder():
     """The packaged all-MiniLM-L6-v2 (real weights, ~3 s to load)."""

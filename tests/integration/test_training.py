@@ -7,6 +7,7 @@ import json
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -62,16 +63,25 @@ def _config(max_steps: int, **extra) -> TrainConfig:
     )
 
 
-def test_train_resume_export_and_evaluate(tmp_path, train_index, ray_cluster):
-    run = tmp_path / "run"
-    schedule = {"optim": {"lr_schedule": "warmup_linear", "warmup_steps": 2}}
-    first = run_training(train_index, run, _config(4, **schedule), RayConfig(address=ray_cluster))
+SCHEDULE = {"optim": {"lr_schedule": "warmup_linear", "warmup_steps": 2}}
+
+
+@pytest.fixture(scope="module")
+def glm_run(tmp_path_factory, train_index, ray_cluster) -> tuple[Path, dict]:
+    """A 4-step GLM run on ``train_index`` (run directory, final metrics). The resume test goes on
+    with it in place; the warm-start test starts from a copy of its export."""
+    run = tmp_path_factory.mktemp("glm-run") / "run"
+    return run, run_training(train_index, run, _config(4, **SCHEDULE), RayConfig(address=ray_cluster))
+
+
+def test_train_resume_export_and_evaluate(glm_run, train_index, ray_cluster):
+    run, first = glm_run
     assert first["step"] == 4 and first["loss"] > 0
     assert first["lr_factor"] == pytest.approx(0.5)  # step 4 of 4: halfway down from the peak at 3
     assert (run / "retriever" / "retriever.json").is_file()
     # re-running the same command with a larger budget resumes from the step-4 checkpoint, and the
     # schedule stretches to the new budget: step 6 of 6, (6 - 3) / (6 - 2) of the way down
-    second = run_training(train_index, run, _config(6, **schedule), RayConfig(address=ray_cluster))
+    second = run_training(train_index, run, _config(6, **SCHEDULE), RayConfig(address=ray_cluster))
     assert second["step"] == 6
     assert second["lr_factor"] == pytest.approx(0.25)
     states = sorted((run / "ray" / "glm").glob("checkpoint_*/trainer_state.json"))
@@ -115,19 +125,22 @@ def test_a_killed_worker_is_replaced_and_training_finishes(tmp_path, train_index
     )
     killer.start()
     try:
-        metrics = run_training(train_index, run, _config(16), RayConfig(address=ray_cluster))
+        metrics = run_training(train_index, run, _config(10), RayConfig(address=ray_cluster))
     finally:
         stop.set()
         killer.join(timeout=5)
     assert killed, "no worker was killed: the run ended before its first checkpoint"
-    assert metrics["step"] == 16
+    assert metrics["step"] == 10
     assert (run / "retriever" / "retriever.json").is_file()
 
 
-def test_init_warm_starts_from_an_exported_retriever(tmp_path, train_index, ray_cluster):
+def test_init_warm_starts_from_an_exported_retriever(tmp_path, glm_run, train_index, ray_cluster):
     """Run B with init=A starts from A's exported weights: with learning rates too small to move a
     float32 weight, B's export after its steps is exactly A's export (a B that ignored init would
-    export a fresh build's weights, which A's training moved away from)."""
+    export a fresh build's weights, which A's training moved away from). A is a copy of the shared
+    4-step run's export, taken now (the resume test goes on training that run)."""
+    import shutil
+
     import torch
     from safetensors.torch import load_file
 
@@ -136,7 +149,7 @@ def test_init_warm_starts_from_an_exported_retriever(tmp_path, train_index, ray_
     from hoprag.glm.retriever import load_retriever_model, save_retriever
 
     a, b = tmp_path / "a", tmp_path / "b"
-    run_training(train_index, a, _config(2), RayConfig(address=ray_cluster))
+    shutil.copytree(glm_run[0] / "retriever", a / "retriever")
     frozen = OptimConfig(head_lr=1e-30, backbone_lr=1e-30)
     config_b = _config(2).model_copy(update={"init": str(a), "optim": frozen})
     metrics = run_training(train_index, b, config_b, RayConfig(address=ray_cluster))
