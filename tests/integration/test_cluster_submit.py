@@ -85,13 +85,16 @@ def ray_head(tmp_path_factory, ray_cluster) -> Iterator[dict]:
         yield {"url": url, "env": env, "report": lambda: _head_report(head, log, temp_dir)}
     finally:
         died_early = head.poll() is not None
-        # SIGTERM to `ray start --block` alone: it stops its processes in ~2 s. The same signal to
-        # the whole group reaches the raylet too, which then drains for 30 s before stopping.
+        # SIGTERM to `ray start --block` makes the node drain (up to 30 s) before it stops its
+        # processes: an idle head is gone in ~2 s, one that ran jobs took the whole 30 s. This head
+        # and its temp dir are thrown away, so after 5 s its process group is killed.
         head.send_signal(signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            head.wait(timeout=60)
+            head.wait(timeout=5)
         with contextlib.suppress(ProcessLookupError):  # whatever is left (nothing, once it stopped itself)
             os.killpg(head.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            head.wait(timeout=30)
         if not died_early:  # a dead head's logs stay for diagnosis; the report names the folder
             shutil.rmtree(temp_dir, ignore_errors=True)
 
