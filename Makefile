@@ -32,12 +32,13 @@ lint: $(STAMP)
 # Two pytest-xdist workers, each running whole test files (module fixtures stay shared); the 20
 # slowest tests are listed at the end. TEST_WORKERS=0 runs in one process (docs/testing.md).
 TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -rs -n $(TEST_WORKERS) --dist loadfile
 test: lint
-	$(BIN)/python -m pytest -q -rs --durations=20 -n $(TEST_WORKERS) --dist loadfile
+	$(PYTEST) --durations=20
 
 # The inner loop (about a minute): the unit tests, no Ray cluster; not a substitute for `make test`.
 test-fast: lint
-	$(BIN)/python -m pytest -q -rs --durations=10 -n $(TEST_WORKERS) --dist loadfile tests/unit
+	$(PYTEST) --durations=10 tests/unit
 
 # docs/img/playground-{desktop,phone}.png: the playground answering a plan question in headless Chromium.
 playground-screenshots: $(STAMP)

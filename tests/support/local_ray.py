@@ -14,6 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "hoprag" / "data" / "sample"
+SAMPLE_WORLD = SAMPLE / "raw" / "world.json"  # the reference extractor's facts for the sample
 
 
 def _unused_port() -> int:
@@ -52,7 +53,7 @@ def run_reference_index(
                 "--set",
                 "llm.backend=reference",
                 "--set",
-                f"llm.reference.world={SAMPLE / 'raw' / 'world.json'}",
+                f"llm.reference.world={SAMPLE_WORLD}",
             ),
         ],
         env=env,
@@ -75,7 +76,7 @@ def build_reference_index(out: Path, gcs_address: str) -> Path:
 
     config = IndexConfig(
         llm=LLMBackendConfig.model_validate(
-            {"backend": "reference", "reference": {"world": str(SAMPLE / "raw" / "world.json")}}
+            {"backend": "reference", "reference": {"world": str(SAMPLE_WORLD)}}
         ),
         ray=RayConfig(address=gcs_address),
     )
