@@ -48,3 +48,28 @@ def test_hoprag_local_clusters_leave_the_default_agent_port_to_the_user(ray_clus
 
     ports = [node["DashboardAgentListenPort"] for node in ray.nodes() if node["Alive"]]
     assert ports and DEFAULT_AGENT_PORT not in ports
+
+
+def test_every_worker_of_a_local_cluster_runs_hoprags_setup_without_a_runtime_env(ray_cluster) -> None:
+    """The worker setup (Ray Train's State-API warnings silenced) reaches workers through the
+    node's environment, not a job runtime environment (which would cost each worker a pass
+    through the runtime-env agent), and leaves the driver's environment as it was."""
+    import logging
+    import os
+
+    import ray
+
+    cleaner = "ray.train.v2._internal.execution.controller.placement_group_cleaner"
+
+    @ray.remote(num_cpus=0.1)
+    def cleaner_log_level() -> int:
+        return logging.getLogger(cleaner).level
+
+    @ray.remote(num_cpus=0.1, runtime_env={"env_vars": {"HOPRAG_PROBE": "1"}})
+    def with_its_own_runtime_env() -> tuple[int, str | None]:
+        return logging.getLogger(cleaner).level, os.environ.get("HOPRAG_PROBE")
+
+    assert ray.get(cleaner_log_level.remote()) == logging.ERROR
+    assert ray.get(with_its_own_runtime_env.remote()) == (logging.ERROR, "1")
+    assert ray.get_runtime_context().runtime_env == {}
+    assert not any("SETUP_HOOK" in name for name in os.environ)
