@@ -1,10 +1,10 @@
 """``hoprag submit``: run a hoprag CLI command as a Ray job on a cluster (like ``ray job submit``).
 
-The job's entrypoint is the same command a user runs locally (``python -m hoprag.cli index ...``),
+The job's entrypoint is the same command a user runs locally (``python -m hoprag_cli index ...``),
 so a stage behaves the same on a laptop and on a cluster: inside a job, ``RAY_ADDRESS`` is set and
-:func:`hoprag.ray_runtime.init_ray` joins the job's cluster instead of starting one. The command is
-parsed locally with hoprag's own parser before anything is submitted, so a typo fails in a second
-rather than on the cluster.
+:func:`hoprag.ray_runtime.init_ray` joins the job's cluster instead of starting one. The caller
+(the ``hoprag submit`` command) passes its own parser as ``check``, so a typo fails in a second
+rather than on the cluster; this module never imports the command layer.
 
 Authentication: Ray 2.60 clusters use token auth by default; ``hoprag submit`` sends the token from
 ``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token`` (see :func:`ray_auth_token`).
@@ -26,8 +26,13 @@ from typing import Any, TextIO
 
 from pydantic import Field
 
-from hoprag.cli import parse_command
 from hoprag.config import StrictModel
+
+# The module a job runs (``python -m ENTRYPOINT_MODULE <command>``): the ``hoprag`` console script.
+ENTRYPOINT_MODULE = "hoprag_cli"
+# Checks a hoprag command line (without the program name) before it is submitted; raises
+# SystemExit (as argparse does, having printed why) or ValueError when it is not a valid command.
+CommandCheck = Callable[[Sequence[str]], object]
 
 TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
 FAILED_LOG_LINES = 40
@@ -75,13 +80,15 @@ def project_root(start: Path | None = None) -> Path | None:
     """The hoprag checkout containing ``start`` (default: this package's), if running from one."""
     here = (start or Path(__file__)).resolve()
     for folder in [here, *here.parents]:
-        if (folder / "pyproject.toml").is_file() and (folder / "hoprag" / "cli" / "__init__.py").is_file():
+        if (folder / "pyproject.toml").is_file() and (folder / ENTRYPOINT_MODULE / "__init__.py").is_file():
             return folder
     return None
 
 
-def build_entrypoint(command: Sequence[str], python: str = "python") -> str:
-    """The job's shell entrypoint for a hoprag command, after checking it parses locally."""
+def build_entrypoint(
+    command: Sequence[str], python: str = "python", check: CommandCheck | None = None
+) -> str:
+    """The job's shell entrypoint for a hoprag command, after ``check`` (the CLI's parser) accepts it."""
     args = list(command)
     if not args:
         raise SubmitError(
@@ -91,11 +98,12 @@ def build_entrypoint(command: Sequence[str], python: str = "python") -> str:
         args = args[1:]
     if args and args[0] == "submit":
         raise SubmitError("submit: the submitted command cannot itself be 'submit'")
-    try:
-        parse_command(args)
-    except SystemExit as exc:  # argparse already printed what is wrong
-        raise SubmitError(f"submit: not a valid hoprag command: {shlex.join(args)}") from exc
-    return shlex.join([python, "-m", "hoprag.cli", *args])
+    if check is not None:
+        try:
+            check(args)
+        except (SystemExit, ValueError) as exc:  # argparse already printed what is wrong
+            raise SubmitError(f"submit: not a valid hoprag command: {shlex.join(args)}") from exc
+    return shlex.join([python, "-m", ENTRYPOINT_MODULE, *args])
 
 
 def build_runtime_env(options: SubmitOptions) -> dict[str, Any]:
@@ -166,11 +174,13 @@ def connect(address: str) -> Any:
         raise SubmitError(f"submit: cannot reach the Ray job server at {address}: {exc}") from exc
 
 
-def job_request(options: SubmitOptions, command: Sequence[str]) -> dict[str, Any]:
-    """The ``submit_job`` arguments for ``command`` (hoprag CLI arguments); checks the command and
-    the runtime_env without any network call."""
+def job_request(
+    options: SubmitOptions, command: Sequence[str], check: CommandCheck | None = None
+) -> dict[str, Any]:
+    """The ``submit_job`` arguments for ``command`` (hoprag CLI arguments); checks the command (with
+    ``check``) and the runtime_env without any network call."""
     request: dict[str, Any] = {
-        "entrypoint": build_entrypoint(command, options.python),
+        "entrypoint": build_entrypoint(command, options.python, check),
         "submission_id": options.submission_id or default_submission_id(command),
         "runtime_env": build_runtime_env(options) or None,
         "metadata": {"hoprag_command": shlex.join(command), **options.metadata},
@@ -291,12 +301,17 @@ def ray_cli(options: SubmitOptions) -> str:
 
 
 def run_submit(
-    options: SubmitOptions, command: Sequence[str], wait: bool, follow: bool, out: TextIO = sys.stdout
+    options: SubmitOptions,
+    command: Sequence[str],
+    wait: bool,
+    follow: bool,
+    out: TextIO = sys.stdout,
+    check: CommandCheck | None = None,
 ) -> int:
     """``hoprag submit``: submit, then optionally follow logs and/or wait. Exit status: 0 submitted or
     succeeded, 1 the job failed or was stopped, 130 interrupted while waiting (the job keeps running).
     Losing the job server after submission is a :class:`SubmitError` that says the job keeps running."""
-    request = job_request(options, command)  # a bad command or option fails before any network call
+    request = job_request(options, command, check)  # a bad command or option fails before any network call
     if options.working_dir is not None:
         for path in relative_outputs(command):
             print(

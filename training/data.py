@@ -2,7 +2,7 @@
 
 An *epoch plan* is a pure function of (per-index training-question counts, weights, seed, epoch):
 a list of ``(index, row)`` pairs, ``row`` being a position in that index's training questions
-(:func:`training.loop.split_questions`). Both ways of feeding the workers use the same plan and
+(:func:`training.trainset.split_questions`). Both ways of feeding the workers use the same plan and
 the same encoding (:class:`SubgraphEncoder`, :func:`encode_rows`):
 
 - streaming (``data.streaming``, default): the driver builds a Ray Dataset of the plan rows of
@@ -16,110 +16,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from training.config import TrainConfig
-
-# The columns of an encoded GLM example (what the map stage emits and the workers collate). The
-# pairwise matrices and the concept spans are flattened (ragged 1-D arrays are plain Arrow tensors).
-ENCODED_COLUMNS = (
-    "index",
-    "row",
-    "input_ids",
-    "positions",
-    "kinds",
-    "node_positions",
-    "concept_spans",
-    "entity_ids",
-    "labels",
-    "question_vector",
-)
-
-# The columns of an encoded GNN example (what the map stage emits and the workers collate).
-GNN_COLUMNS = (
-    "index",
-    "row",
-    "entity_ids",
-    "edge_src",
-    "edge_dst",
-    "edge_relation",
-    "relation_vectors",
-    "seed_weights",
-    "question_vector",
-    "labels",
-)
-
-
-class TrainDataError(ValueError):
-    """An index that cannot be trained on (missing, unreadable, no usable questions, mismatched)."""
-
-
-@dataclass(frozen=True)
-class SourceInfo:
-    """What the driver learned about one index: enough for every worker to rebuild the epoch plans."""
-
-    name: str
-    path: str
-    n_train: int
-    n_val: int
-    weight: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def inspect_sources(config: TrainConfig) -> list[SourceInfo]:
-    """Open every index of ``config.data.indexes`` and count its usable questions.
-
-    Raises :class:`TrainDataError` naming the index for a missing or corrupt index, one without
-    processed questions or without usable training questions, and for indexes built with different
-    embedders.
-    """
-    from hoprag.kg.index import KGIndex
-    from hoprag.kg.store import KGIndexError
-    from training.loop import split_questions
-
-    if not config.data.indexes:
-        raise TrainDataError("no index to train on: pass --index or set data.indexes in the config")
-    out: list[SourceInfo] = []
-    embedders: dict[str, str] = {}
-    for source in config.data.indexes:
-        label = f"index '{source.label}' ({source.path})"
-        try:
-            index = KGIndex(source.path)
-        except (KGIndexError, OSError) as exc:
-            raise TrainDataError(f"{label}: {exc}") from exc
-        if index.questions is None:
-            raise TrainDataError(f"{label} has no processed questions to train on")
-        train, val = split_questions(index.questions.to_pylist(), config)
-        if not train:
-            raise TrainDataError(
-                f"{label}: no '{config.train_split}' questions with linked entities and gold documents "
-                "left for training"
-            )
-        embedders[source.label] = str(index.manifest.get("embedder"))
-        if config.retriever == "gnn":
-            problem = config.gnn.index_mismatch(
-                label, index.manifest.get("embedder"), index.relation_embeddings.shape[1]
-            )
-            if problem:
-                raise TrainDataError(problem)
-        out.append(
-            SourceInfo(source.label, str(Path(source.path).resolve()), len(train), len(val), source.weight)
-        )
-    if len(set(embedders.values())) > 1:
-        listed = ", ".join(f"{name}: {model}" for name, model in embedders.items())
-        raise TrainDataError(f"the indexes were built with different embedders ({listed}); use one")
-    return out
-
-
-def sources_from_params(params: dict[str, Any]) -> list[SourceInfo]:
-    return [SourceInfo(**s) for s in params["sources"]]
-
+from training.families import family_of
+from training.trainset import SourceInfo, TrainDataError, TrainSet
 
 # -- the epoch plan (pure) -------------------------------------------------------------------
 
@@ -223,31 +127,7 @@ def worker_plan(
     return epoch_plan(counts, _weights(sources), config.seed, epoch, geometry.epoch_rows)[rank::world]
 
 
-# -- loading and encoding ----------------------------------------------------------------------
-
-
-class TrainSet:
-    """The indexes of a run with their training and validation questions (as split by the seed)."""
-
-    def __init__(self, sources: Sequence[SourceInfo], config: TrainConfig) -> None:
-        from hoprag.kg.index import KGIndex
-        from training.loop import split_questions
-
-        self.sources = list(sources)
-        self.indexes = [KGIndex(s.path) for s in sources]
-        self.train: list[list[dict[str, Any]]] = []
-        self.val: list[list[dict[str, Any]]] = []
-        for source, index in zip(sources, self.indexes, strict=True):
-            if index.questions is None:
-                raise TrainDataError(f"index '{source.name}' ({source.path}) has no processed questions")
-            train, val = split_questions(index.questions.to_pylist(), config)
-            if len(train) != source.n_train:
-                raise TrainDataError(
-                    f"index '{source.name}' ({source.path}) changed during training: "
-                    f"{len(train)} training questions, {source.n_train} expected"
-                )
-            self.train.append(train)
-            self.val.append(val)
+# -- encoding ------------------------------------------------------------------------------------
 
 
 def encode_rows(
@@ -256,138 +136,13 @@ def encode_rows(
     """Sample and encode the subgraphs of the training questions ``pairs`` (``(index, row)``) into
     the encoded columns of the run's retriever family (one list entry per question; ``resources``:
     what the family's encoding needs, e.g. the GLM's tokenizer)."""
-    from training.families import family_of
-
     vectors = embedder.encode([trainset.train[i][r]["question"] for i, r in pairs])
     return family_of(config).encode_rows(trainset, pairs, resources, vectors, config)
 
 
 def examples_from_columns(batch: dict[str, Any], config: TrainConfig) -> list[Any]:
     """The examples of a batch of encoded columns, for the run's retriever family."""
-    from training.families import family_of
-
     return family_of(config).examples_from_columns(batch)
-
-
-def encode_glm_rows(
-    trainset: TrainSet,
-    pairs: Sequence[tuple[int, int]],
-    tokenizer: Any,
-    vectors: np.ndarray,
-    config: TrainConfig,
-) -> dict[str, list[Any]]:
-    """The GLM's :data:`ENCODED_COLUMNS` of the training questions ``pairs``."""
-    from hoprag.glm.data import build_example
-
-    rows = [trainset.train[i][r] for i, r in pairs]
-    out: dict[str, list[Any]] = {name: [] for name in ENCODED_COLUMNS}
-    for (i, r), row, vector in zip(pairs, rows, vectors, strict=True):
-        ex = build_example(
-            trainset.indexes[i],
-            row["question"],
-            row["question_entities"],
-            vector,
-            tokenizer,
-            config.glm.sampler,
-            supporting_entities=row["supporting_entities"],
-        )
-        enc = ex.encoding
-        out["index"].append(int(i))
-        out["row"].append(int(r))
-        out["input_ids"].append(np.asarray(enc.input_ids, dtype=np.int64))
-        out["positions"].append(np.asarray(enc.positions, dtype=np.int32).ravel())
-        out["kinds"].append(np.asarray(enc.kinds, dtype=np.int8).ravel())
-        out["node_positions"].append(np.asarray(enc.node_positions, dtype=np.int32))
-        out["concept_spans"].append(np.asarray(enc.concept_spans, dtype=np.int64).reshape(-1))
-        out["entity_ids"].append(np.asarray(ex.entity_ids, dtype=np.int64))
-        out["labels"].append(np.asarray(ex.labels, dtype=np.float32))
-        out["question_vector"].append(np.asarray(ex.question_vector, dtype=np.float32))
-    return out
-
-
-def glm_examples_from_columns(batch: dict[str, Any]) -> list[Any]:
-    """The :class:`~hoprag.glm.data.GLMExample` objects of a batch of :data:`ENCODED_COLUMNS`
-    (what :func:`hoprag.glm.data.collate` needs; the sampled subgraph itself is not carried)."""
-    from hoprag.glm.data import GLMExample
-    from hoprag.glm.levi import LeviEncoding
-
-    examples = []
-    for b in range(len(batch["index"])):
-        ids = np.asarray(batch["input_ids"][b], dtype=np.int64)
-        n = len(ids)
-        spans = np.asarray(batch["concept_spans"][b], dtype=np.int64).reshape(-1, 2)
-        encoding = LeviEncoding(
-            input_ids=ids,
-            positions=np.asarray(batch["positions"][b], dtype=np.int32).reshape(n, n),
-            kinds=np.asarray(batch["kinds"][b], dtype=np.int8).reshape(n, n),
-            concept_spans=[(int(s), int(e)) for s, e in spans],
-            concepts=[],
-            num_graph_tokens=0,
-            node_positions=np.asarray(batch["node_positions"][b], dtype=np.int32),
-        )
-        examples.append(
-            GLMExample(
-                encoding=encoding,
-                entity_ids=[int(e) for e in batch["entity_ids"][b]],
-                question_vector=np.asarray(batch["question_vector"][b], dtype=np.float32),
-                labels=np.asarray(batch["labels"][b], dtype=np.float32),
-            )
-        )
-    return examples
-
-
-def encode_gnn_rows(
-    trainset: TrainSet, pairs: Sequence[tuple[int, int]], vectors: np.ndarray, config: TrainConfig
-) -> dict[str, list[Any]]:
-    """The GNN's :data:`GNN_COLUMNS` of the training questions ``pairs``."""
-    from hoprag.gnn.data import build_example
-
-    out: dict[str, list[Any]] = {name: [] for name in GNN_COLUMNS}
-    for (i, r), vector in zip(pairs, vectors, strict=True):
-        row = trainset.train[i][r]
-        ex = build_example(
-            trainset.indexes[i],
-            row["question_entities"],
-            vector,
-            config.gnn.sampler,
-            config.gnn.seed_weighting,
-            supporting_entities=row["supporting_entities"],
-        )
-        out["index"].append(int(i))
-        out["row"].append(int(r))
-        out["entity_ids"].append(ex.entity_ids)
-        out["edge_src"].append(ex.edge_src)
-        out["edge_dst"].append(ex.edge_dst)
-        out["edge_relation"].append(ex.edge_relation)
-        out["relation_vectors"].append(ex.relation_vectors.reshape(-1))  # ragged → 1-D
-        out["seed_weights"].append(ex.seed_weights)
-        out["question_vector"].append(ex.question_vector)
-        out["labels"].append(ex.labels)
-    return out
-
-
-def gnn_examples_from_columns(batch: dict[str, Any]) -> list[Any]:
-    """The :class:`~hoprag.gnn.data.GNNExample` objects of a batch of :data:`GNN_COLUMNS`."""
-    from hoprag.gnn.data import GNNExample
-
-    examples = []
-    for b in range(len(batch["index"])):
-        q = np.asarray(batch["question_vector"][b], dtype=np.float32)
-        examples.append(
-            GNNExample(
-                entity_ids=np.asarray(batch["entity_ids"][b], dtype=np.int64),
-                edge_src=np.asarray(batch["edge_src"][b], dtype=np.int64),
-                edge_dst=np.asarray(batch["edge_dst"][b], dtype=np.int64),
-                edge_relation=np.asarray(batch["edge_relation"][b], dtype=np.int64),
-                relation_vectors=np.asarray(batch["relation_vectors"][b], dtype=np.float32).reshape(
-                    -1, len(q)
-                ),
-                seed_weights=np.asarray(batch["seed_weights"][b], dtype=np.float32),
-                question_vector=q,
-                labels=np.asarray(batch["labels"][b], dtype=np.float32),
-            )
-        )
-    return examples
 
 
 class SubgraphEncoder:
@@ -402,7 +157,6 @@ class SubgraphEncoder:
         import torch
 
         from hoprag.embedding import SentenceTransformerEmbedder
-        from training.families import family_of
 
         torch.set_num_threads(1)
         self.config = TrainConfig.model_validate(config)

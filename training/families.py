@@ -2,7 +2,8 @@
 
 Everything else — the indexes and their epoch plans, Ray Data streaming, DeepSpeed, checkpoints,
 resume, the losses (0.44·BCE + 0.56·ListCE over each subgraph's entities) and validation — is one
-code path (:mod:`training.loop`, :mod:`training.data`). A :class:`RetrieverFamily` supplies the
+code path (:mod:`training.loop`, :mod:`training.data`, which import this module; it imports
+neither). A :class:`RetrieverFamily` supplies the
 parts that depend on the network: how a question's subgraph becomes encoded columns (what the
 Ray Data stage emits), how columns become a batch, the network itself, the
 :class:`~hoprag.retrieval.base.Retriever` that validation runs, and the export. ``TrainConfig.retriever``
@@ -17,12 +18,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from training.config import TrainConfig
+from training.encoding import (
+    encode_glm_rows,
+    encode_gnn_rows,
+    glm_examples_from_columns,
+    gnn_examples_from_columns,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from hoprag.retrieval.subgraph import SubgraphRetrieverSettings
-    from training.data import TrainSet
+    from training.trainset import TrainSet
 
 
 class RetrieverFamily(Protocol):
@@ -96,13 +103,9 @@ class GLMFamily:
         vectors: np.ndarray,
         config: TrainConfig,
     ) -> dict[str, list[Any]]:
-        from training.data import encode_glm_rows
-
         return encode_glm_rows(trainset, pairs, resources, vectors, config)
 
     def examples_from_columns(self, batch: dict[str, Any]) -> list[Any]:
-        from training.data import glm_examples_from_columns
-
         return glm_examples_from_columns(batch)
 
     def build_model(self, config: TrainConfig, question_dim: int) -> tuple[Any, Any]:
@@ -157,13 +160,9 @@ class GNNFamily:
         vectors: np.ndarray,
         config: TrainConfig,
     ) -> dict[str, list[Any]]:
-        from training.data import encode_gnn_rows
-
         return encode_gnn_rows(trainset, pairs, vectors, config)
 
     def examples_from_columns(self, batch: dict[str, Any]) -> list[Any]:
-        from training.data import gnn_examples_from_columns
-
         return gnn_examples_from_columns(batch)
 
     def build_model(self, config: TrainConfig, question_dim: int) -> tuple[Any, Any]:

@@ -24,8 +24,9 @@ import numpy as np
 from hoprag.checkpoint_staging import checkpoint_staging
 from hoprag.lr_schedule import warmup_linear_factor
 from training.config import TrainConfig
-from training.data import EpochGeometry, TrainSet, examples_from_columns, sources_from_params
+from training.data import EpochGeometry, examples_from_columns
 from training.families import family_of
+from training.trainset import TrainSet, sources_from_params
 
 STATE_FILE = "trainer_state.json"
 DS_TAG = "hoprag"
@@ -48,22 +49,6 @@ def deepspeed_config(config: TrainConfig) -> dict[str, Any]:
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
     }
-
-
-def split_questions(
-    rows: list[dict[str, Any]], config: TrainConfig
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Deterministic train/validation split of the usable questions (linked and with gold documents)."""
-    usable = [
-        r
-        for r in rows
-        if r["split"] == config.train_split and r["question_entities"] and r["supporting_docs"]
-    ]
-    order = np.random.default_rng(config.seed).permutation(len(usable))
-    n_val = round(len(usable) * config.validation_fraction)
-    val = [usable[i] for i in order[:n_val]]
-    train = [usable[i] for i in order[n_val:]]
-    return train, val
 
 
 def train_loop_per_worker(params: dict[str, Any]) -> None:

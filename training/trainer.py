@@ -22,7 +22,7 @@ from typing import Any
 from hoprag.config import dump_config
 from hoprag.ray_runtime import RayConfig, init_ray
 from training.config import RunSettings, TrainConfig, TrainData
-from training.data import EpochGeometry, TrainDataError, build_train_dataset, inspect_sources
+from training.data import EpochGeometry, build_train_dataset
 from training.families import family_of
 from training.loop import (
     PROGRESS_FILE,
@@ -32,6 +32,7 @@ from training.loop import (
     train_loop_per_worker,
     worker_env,
 )
+from training.trainset import TrainDataError, inspect_sources
 from training.warm_start import InitError, remember_init, resolve_init
 
 IndexArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None

@@ -1,10 +1,21 @@
-"""The command layer: the ``hoprag`` console script, one module per command group.
+"""Deprecated alias: the command layer is the top-level package :mod:`hoprag_cli`.
 
-Each module (``index``, ``train``, ``serve``, ...) registers its parser with a handler; this is the
-only place under ``hoprag/`` that imports the stage packages (``indexing``, ``training``,
-``serving``, ``evaluation``, ``cluster``), and only inside handlers, so ``hoprag --help`` is instant.
+It moved out of the core so that ``hoprag`` imports no stage (docs/architecture.md). This alias
+keeps ``from hoprag.cli import main`` and ``python -m hoprag.cli ...`` (the entrypoint of Ray jobs
+submitted before the move) working for one release, with a warning; it is then removed.
 """
 
-from hoprag.cli.entry import build_parser, main, parse_command, rewrite_argv
+from __future__ import annotations
 
-__all__ = ["build_parser", "main", "parse_command", "rewrite_argv"]
+import warnings
+from typing import Any
+
+MOVED = "hoprag.cli moved to hoprag_cli (the `hoprag` command is unchanged); this alias will be removed"
+
+
+def __getattr__(name: str) -> Any:
+    import hoprag_cli
+
+    value = getattr(hoprag_cli, name)  # AttributeError for a name the command layer never had
+    warnings.warn(MOVED, DeprecationWarning, stacklevel=2)
+    return value

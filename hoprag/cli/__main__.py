@@ -1,5 +1,9 @@
-"""``python -m hoprag.cli ...`` (the entrypoint of submitted Ray jobs) is the ``hoprag`` script."""
+"""Deprecated: ``python -m hoprag.cli ...`` runs ``python -m hoprag_cli ...`` (see hoprag.cli)."""
 
-from hoprag.cli.entry import main
+import warnings
 
+from hoprag.cli import MOVED
+from hoprag_cli.entry import main
+
+warnings.warn(MOVED, DeprecationWarning, stacklevel=1)
 raise SystemExit(main())

@@ -130,7 +130,7 @@ def _wait_for_job_server(url: str, token: str, head: subprocess.Popen, log: Path
 
 def _hoprag(args: list[str], env: dict) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "hoprag.cli", *args],
+        [sys.executable, "-m", "hoprag_cli", *args],
         env=env,
         cwd=ROOT,
         capture_output=True,

@@ -257,7 +257,7 @@ def test_ray_data_pipeline_with_the_embedded_model(gemma_index):
 
 def test_ask_answers_end_to_end_with_the_embedded_model(gemma_index, capsys):
     """`hoprag ask` on the embedded defaults: real plan, KG search and answer calls (quality aside)."""
-    from hoprag.cli import main
+    from hoprag_cli import main
 
     index_dir, _, questions = gemma_index
     assert main(["ask", "--index", str(index_dir), "--json", questions[0]["question"]]) == 0

@@ -155,7 +155,7 @@ def test_bad_benchmarks_and_configs_are_refused(film_eval, tmp_path) -> None:
 
 
 def test_eval_retrieval_is_a_shortcut_into_eval_run(film_eval, tmp_path, capsys) -> None:
-    from hoprag.cli import main
+    from hoprag_cli import main
 
     args = ["eval", "retrieval", "--index", str(film_eval["index"]), "--retriever", str(film_eval["glm"])]
     assert main([*args, "--json"]) == 0

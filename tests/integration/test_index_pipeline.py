@@ -93,7 +93,7 @@ def test_full_build_over_http_llm(reference_index, synthetic_corpus):
 
 def test_stats_cli_prints_one_json_object(reference_index):
     out = subprocess.run(
-        [sys.executable, "-m", "hoprag.cli", "index", "stats", str(reference_index), "--json", "--verify"],
+        [sys.executable, "-m", "hoprag_cli", "index", "stats", str(reference_index), "--json", "--verify"],
         capture_output=True,
         text=True,
         check=True,
@@ -140,7 +140,7 @@ def test_killed_run_resumes_without_re_extracting(
     cmd = [
         sys.executable,
         "-m",
-        "hoprag.cli",
+        "hoprag_cli",
         "index",
         "--corpus",
         str(synthetic_corpus),

@@ -173,10 +173,10 @@ def test_plan_mode_serves_what_evaluation_reports(setup) -> None:
 
 def test_eval_retrieval_of_the_endpoint_equals_eval_retrieval_in_process(setup, capsys) -> None:
     from evaluation.retrieval import evaluate_retrieval
-    from hoprag.cli import main
     from hoprag.kg.index import KGIndex
     from hoprag.llm.factory import LLMBackendConfig, build_llm
     from hoprag.retrieval.loading import load_retriever
+    from hoprag_cli import main
 
     per_question = setup["out"] / "endpoint.jsonl"
     argv = ["eval", "retrieval", "--index", str(setup["index"]), "--url", setup["base"], "--json"]

@@ -432,7 +432,7 @@ def test_hoprag_serve_runs_in_the_foreground_and_stops_cleanly_on_ctrl_c(
     cmd = [
         sys.executable,
         "-m",
-        "hoprag.cli",
+        "hoprag_cli",
         "serve",
         "--index",
         str(index),
@@ -479,7 +479,7 @@ def test_hoprag_serve_runs_in_the_foreground_and_stops_cleanly_on_ctrl_c(
             [
                 sys.executable,
                 "-m",
-                "hoprag.cli",
+                "hoprag_cli",
                 "ask",
                 "--url",
                 f"http://127.0.0.1:{port}",

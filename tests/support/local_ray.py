@@ -48,7 +48,7 @@ def run_reference_index(
     """``hoprag index`` of the packaged sample corpus with the reference extractor (no LLM, ~20 s)."""
     return subprocess.run(
         [
-            *(sys.executable, "-m", "hoprag.cli", "index", "--corpus", str(SAMPLE), "--out", str(out)),
+            *(sys.executable, "-m", "hoprag_cli", "index", "--corpus", str(SAMPLE), "--out", str(out)),
             *(
                 "--set",
                 "llm.backend=reference",

@@ -27,7 +27,7 @@ from cluster.render import (
     render_rayservice,
     write_rendered,
 )
-from hoprag.cli.cluster import add_cluster_parser, run_cluster_command
+from hoprag_cli.cluster import add_cluster_parser, run_cluster_command
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "cluster"
@@ -271,7 +271,7 @@ def test_serve_config_v2_is_the_serving_config_with_only_the_declared_overrides(
 
 @pytest.mark.parametrize("stage", ["index", "train", "eval"])
 def test_rayjob_entrypoint_is_a_valid_hoprag_command(stage: str) -> None:
-    from hoprag.cli import build_parser
+    from hoprag_cli import build_parser
 
     params = _example()
     job = _manifest(f"rayjob-{stage}.yaml")

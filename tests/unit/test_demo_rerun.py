@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from hoprag.cli.demo import _forget_run_of_other_weights
 from hoprag.glm.artifact import PACKAGED_GLM_NAME, WEIGHTS, read_retriever_meta
+from hoprag_cli.demo import _forget_run_of_other_weights
 from training.warm_start import INIT_FILE, weights_sha256
 
 

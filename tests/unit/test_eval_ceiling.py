@@ -34,10 +34,10 @@ import json
 import pytest
 
 from evaluation.ceiling import measure_ceiling
-from hoprag.cli import main
 from hoprag.glm.sampler import SamplerConfig
 from hoprag.glm.settings import GLMSettings
 from hoprag.kg.index import KGIndex
+from hoprag_cli import main
 from tests.support.film_kg import film_questions, write_film_index, write_tiny_glm
 
 

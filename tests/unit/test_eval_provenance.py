@@ -137,7 +137,7 @@ def test_a_changed_pair_without_results_is_simply_recorded_anew(tmp_path, small_
 def test_eval_run_refuses_in_one_line_per_pair_before_ray_starts(
     tmp_path, small_index, capsys, monkeypatch
 ) -> None:
-    from hoprag.cli import main
+    from hoprag_cli import main
 
     gnn = _gnn(tmp_path / "gnn", seed=0)
     _record_and_store(_config(tmp_path / "eval", small_index, str(gnn)))
@@ -158,7 +158,7 @@ def test_eval_run_refuses_in_one_line_per_pair_before_ray_starts(
 
 def test_eval_run_limit_applies_to_a_config_s_benchmarks(tmp_path, small_index, monkeypatch) -> None:
     """``--limit`` with ``--config`` caps every benchmark of the file (it was silently ignored)."""
-    from hoprag.cli import main
+    from hoprag_cli import main
 
     config = _config(tmp_path / "eval", small_index, "dense")
     config_file = tmp_path / "eval.yaml"

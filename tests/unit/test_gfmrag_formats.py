@@ -387,7 +387,7 @@ def _contents(index: KGIndex) -> dict[str, Any]:
 
 
 def test_export_then_index_graph_round_trips(tmp_path: Path, embedder, monkeypatch, capsys) -> None:
-    from hoprag.cli import main
+    from hoprag_cli import main
 
     monkeypatch.setenv("HOPRAG_CACHE_DIR", str(tmp_path / "cache"))
     source = KGIndex(_source_index(tmp_path / "source", embedder))
@@ -435,8 +435,8 @@ def test_export_then_index_graph_round_trips(tmp_path: Path, embedder, monkeypat
 def test_index_graph_refuses_corpus_flags_and_graph_indexes_refuse_add(
     tmp_path: Path, embedder, monkeypatch
 ) -> None:
-    from hoprag.cli import main
     from hoprag.kg.store import KGIndexError
+    from hoprag_cli import main
     from indexing.pipeline import build_index
 
     stage1 = _stage1(tmp_path / "toy")
@@ -474,7 +474,7 @@ def test_benchmarks_can_name_a_gfm_rag_directory(tmp_path: Path, embedder) -> No
 
 
 def test_eval_retrieval_takes_a_gfm_rag_directory(tmp_path: Path, embedder, monkeypatch, capsys) -> None:
-    from hoprag.cli import main
+    from hoprag_cli import main
 
     monkeypatch.setenv("HOPRAG_CACHE_DIR", str(tmp_path / "cache"))
     data = tmp_path / "hotpotqa_test"

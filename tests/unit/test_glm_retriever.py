@@ -8,7 +8,6 @@ import math
 import pytest
 import torch
 
-from hoprag.cli import main
 from hoprag.glm.backbone import BackboneConfig, build_backbone, load_tokenizer
 from hoprag.glm.data import collate
 from hoprag.glm.encoder import GraphT5Encoder
@@ -25,6 +24,7 @@ from hoprag.retrieval.base import RetrievalQuery
 from hoprag.retrieval.dense import DenseRetriever
 from hoprag.retrieval.loading import load_retriever, with_doc_ranker
 from hoprag.retrieval.subgraph import DOC_RANKERS, retrieve_by_each_ranker
+from hoprag_cli import main
 from tests.support.glm import ember_example
 
 

@@ -208,7 +208,7 @@ def test_loaders_of_ask_serve_and_eval_refuse_a_corrupted_index(index: Path) -> 
 
 
 def test_commands_refuse_a_corrupted_index_in_one_line(index: Path, tmp_path: Path, capsys) -> None:
-    from hoprag.cli import main
+    from hoprag_cli import main
 
     _flip(_file(index, "entities.parquet"), 50)
     for argv in (
@@ -235,7 +235,7 @@ def test_add_and_delete_refuse_a_corrupted_previous_index(
 ) -> None:
     """The damage would otherwise be copied into a new snapshot with fresh checksums."""
     import indexing.pipeline
-    from hoprag.cli import main
+    from hoprag_cli import main
     from indexing.config import IndexConfig
     from indexing.corpus import Corpus, Document
     from indexing.pipeline import build_index

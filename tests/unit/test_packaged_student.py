@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from distillation.config import DistillConfig
-from hoprag.cli.entry import main as hoprag_main
 from hoprag.config import load_config
 from hoprag.extraction.prompts import STUDENT_PROMPT_VERSION
 from hoprag.llm.adapters import PACKAGED_STUDENT, packaged_student_dir, student_tasks
 from hoprag.llm.embedded import EmbeddedLLMConfig, embedded_model_id
+from hoprag_cli.entry import main as hoprag_main
 
 RECIPE = Path(__file__).resolve().parents[2] / "distillation" / "configs" / "student-embedded-cpu.yaml"
 

@@ -10,12 +10,12 @@ import pytest
 
 from evaluation.metrics import recall_at_k
 from evaluation.retrieval import evaluate_retrieval
-from hoprag.cli import main
 from hoprag.kg.index import KGIndex
 from hoprag.retrieval.base import RetrievalQuery
 from hoprag.retrieval.dense import DenseRetriever
 from hoprag.retrieval.ranking import entity_document_csr, rank_documents_idf
 from hoprag.retrieval.subgraph import SubgraphRetrieverSettings
+from hoprag_cli import main
 from indexing.questions import questions_table
 
 

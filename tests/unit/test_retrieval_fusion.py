@@ -145,8 +145,8 @@ def test_the_serving_preflight_reads_the_fused_spec(tmp_path, small_index):
 def test_eval_retrieval_takes_a_fused_spec(tmp_path, small_index, capsys):
     import json
 
-    from hoprag.cli import main
-    from hoprag.cli.evaluate import retrieval_system_name
+    from hoprag_cli import main
+    from hoprag_cli.evaluate import retrieval_system_name
 
     settings = GNNSettings(hidden_dim=8, num_layers=1)
     out = save_gnn_retriever(tmp_path / "gnn" / "retriever", QueryNBFNet(settings), settings)

@@ -200,8 +200,8 @@ def test_an_app_serves_one_index_or_several_named_ones() -> None:
 
 
 def test_hoprag_serve_names_indexes_on_the_command_line() -> None:
-    from hoprag.cli.common import UserError
-    from hoprag.cli.serve import served_indexes_from_args
+    from hoprag_cli.common import UserError
+    from hoprag_cli.serve import served_indexes_from_args
 
     assert served_indexes_from_args(["runs/a"], []) == {"index": "runs/a", "retriever": "dense"}
     assert served_indexes_from_args(["runs/a"], ["runs/glm"]) == {"index": "runs/a", "retriever": "runs/glm"}

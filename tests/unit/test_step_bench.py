@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from hoprag.cli import main
+from hoprag_cli import main
 from training.step_bench import measure_step, random_batches, t5_graph_model
 
 

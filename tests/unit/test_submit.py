@@ -16,20 +16,21 @@ from cluster.submit import (
     project_root,
     ray_auth_token,
 )
-from hoprag.cli import main
+from hoprag_cli import main, parse_command
 
 
 def test_entrypoint_is_the_checked_hoprag_command() -> None:
     command = ["index", "--corpus", "s3://bucket/corpus dir", "--out", "/mnt/shared/index"]
-    assert build_entrypoint(command) == (
-        "python -m hoprag.cli index --corpus 's3://bucket/corpus dir' --out /mnt/shared/index"
+    assert build_entrypoint(command, check=parse_command) == (
+        "python -m hoprag_cli index --corpus 's3://bucket/corpus dir' --out /mnt/shared/index"
     )
     assert build_entrypoint(["hoprag", *command], python="python3.11").startswith(
-        "python3.11 -m hoprag.cli index"
+        "python3.11 -m hoprag_cli index"
     )
     assert build_entrypoint(["index", "stats", "/mnt/shared/index"]).endswith("index stats /mnt/shared/index")
     with pytest.raises(SubmitError, match="not a valid hoprag command"):
-        build_entrypoint(["index", "--no-such-flag"])
+        build_entrypoint(["index", "--no-such-flag"], check=parse_command)
+    assert build_entrypoint(["index", "--no-such-flag"]).endswith("--no-such-flag")  # no check given
     with pytest.raises(SubmitError, match="cannot itself be 'submit'"):
         build_entrypoint(["submit", "--address", "http://x:8265", "--", "index", "--out", "o"])
     with pytest.raises(SubmitError, match="after '--'"):
@@ -103,7 +104,7 @@ def test_every_hoprag_command_in_the_runbook_parses() -> None:
     import re
     import shlex
 
-    from hoprag.cli import build_parser, rewrite_argv
+    from hoprag_cli import build_parser, rewrite_argv
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "cluster.md").read_text()
     blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
@@ -117,7 +118,7 @@ def test_every_hoprag_command_in_the_runbook_parses() -> None:
     for argv in commands:
         build_parser().parse_args(rewrite_argv(argv))  # exits (fails the test) on a bad command
         if argv[0] == "submit":
-            build_entrypoint(argv[argv.index("--") + 1 :])
+            build_entrypoint(argv[argv.index("--") + 1 :], check=parse_command)
 
 
 def test_relative_output_paths_are_flagged() -> None:

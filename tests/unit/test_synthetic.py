@@ -628,7 +628,7 @@ def test_spelling_metadata_reaches_the_indexed_questions(tmp_path: Path) -> None
 
 
 def test_cli_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from hoprag.cli import main
+    from hoprag_cli import main
 
     args = [
         "generate",
@@ -974,7 +974,7 @@ def test_phrasing_config_validation(phrasing: dict[str, Any]) -> None:
 
 
 def test_cli_phrasing_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from hoprag.cli import main
+    from hoprag_cli import main
 
     args = ["generate", "--out", str(tmp_path), "--num-documents", "300", "--train-questions", "20"]
     args += ["--test-questions", "20", "--held-out-templates", "born_in/0", "city_in/1"]

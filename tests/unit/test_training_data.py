@@ -10,17 +10,9 @@ import pytest
 from pydantic import ValidationError
 
 from training.config import TrainConfig, TrainData
-from training.data import (
-    EpochGeometry,
-    TrainDataError,
-    TrainSet,
-    encode_rows,
-    epoch_plan,
-    examples_from_columns,
-    inspect_sources,
-    mix_counts,
-)
+from training.data import EpochGeometry, encode_rows, epoch_plan, examples_from_columns, mix_counts
 from training.trainer import with_indexes
+from training.trainset import TrainDataError, TrainSet, inspect_sources
 
 
 def test_index_names_default_to_directories_and_are_told_apart_by_their_parent():

@@ -9,7 +9,6 @@ import shutil
 import pytest
 import torch
 
-from hoprag.cli import main
 from hoprag.config import load_config
 from hoprag.glm.backbone import BackboneConfig, build_graph_encoder, load_tokenizer
 from hoprag.glm.data import collate
@@ -17,6 +16,7 @@ from hoprag.glm.model import GLMRetrieverModel
 from hoprag.glm.retriever import load_retriever_model, save_retriever
 from hoprag.glm.sampler import SamplerConfig
 from hoprag.glm.settings import GLMSettings
+from hoprag_cli import main
 from tests.support.glm import ember_example
 from training.config import TrainConfig
 from training.warm_start import (

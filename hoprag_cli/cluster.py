@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster import DEFAULT_OUT, DEFAULT_PARAMS
-from hoprag.cli.common import UserError
+from hoprag_cli.common import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

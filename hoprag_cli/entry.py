@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hoprag import __version__
-from hoprag.cli import (
+from hoprag.logs import configure_logging, is_quiet, log_file, log_tail
+from hoprag_cli import (
     ask,
     bench,
     cluster,
@@ -28,8 +29,7 @@ from hoprag.cli import (
     submit,
     train,
 )
-from hoprag.cli.common import UserError
-from hoprag.logs import configure_logging, is_quiet, log_file, log_tail
+from hoprag_cli.common import UserError
 
 # Each module registers its subcommand(s) with a ``handler``; this order is the order of --help.
 COMMAND_MODULES = (
@@ -49,7 +49,7 @@ COMMAND_MODULES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole ``hoprag`` parser (``cluster.submit`` checks submitted commands with it)."""
+    """The whole ``hoprag`` parser (``hoprag submit`` checks the command it submits with it)."""
     parser = argparse.ArgumentParser(
         prog="hoprag",
         description="Multi-hop QA over knowledge graphs on Ray: indexing, training, serving, evaluation.",
@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMAND_MODULES:
         module.register(sub)
+    # A command that runs another hoprag command (submit) checks it with this same parser, handed
+    # over here rather than imported (the command modules sit below this one).
+    parser.set_defaults(check_command=lambda argv: parser.parse_args(rewrite_argv(argv)))
     return parser
 
 

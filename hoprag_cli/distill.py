@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from hoprag.cli.common import UserError, add_config_args
+from hoprag_cli.common import UserError, add_config_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from hoprag.cli.common import UserError
+from hoprag_cli.common import UserError
 
 FORMATS = ("gfm-rag",)
 

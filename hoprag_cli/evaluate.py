@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hoprag.cli.common import UserError, add_config_args
+from hoprag_cli.common import UserError, add_config_args
 
 if TYPE_CHECKING:
     from evaluation.config import EvalConfig
@@ -251,7 +251,7 @@ def _validation_questions(index: Any, run_dir: Path) -> tuple[str, set[str]]:
     from hoprag.glm.artifact import PACKAGED_GLM_NAME
     from hoprag.paths import PACKAGED_GLM
     from training.config import TrainConfig
-    from training.loop import split_questions
+    from training.trainset import split_questions
 
     run_dir = PACKAGED_GLM if str(run_dir) == PACKAGED_GLM_NAME else run_dir
     config_file = run_dir / "train_config.yaml"

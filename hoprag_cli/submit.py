@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from hoprag.cli.common import UserError, key_values
+from hoprag_cli.common import UserError, key_values
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="run a hoprag command as a Ray job on a cluster (like `ray job submit`)",
         description="hoprag submit --address http://HEAD:8265 [--wait] [--follow] [options] -- "
         "index --corpus ... --out ...   The command after '--' is checked locally, then runs on the "
-        "cluster as `python -m hoprag.cli ...` with the repository as working directory.",
+        "cluster as `python -m hoprag_cli ...` with the repository as working directory.",
     )
     su.add_argument(
         "--address",
@@ -93,7 +93,7 @@ def run_submit_command(args: argparse.Namespace) -> int:
             metadata=key_values(args.metadata, "--metadata"),
             python=args.python,
         )
-        return run_submit(options, command, wait=args.wait, follow=args.follow)
+        return run_submit(options, command, wait=args.wait, follow=args.follow, check=args.check_command)
     except ValidationError as exc:
         raise UserError(f"submit: {exc}") from exc
     except SubmitError as exc:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hoprag.cli.common import add_config_args
+from hoprag_cli.common import add_config_args
 
 if TYPE_CHECKING:
     from hoprag.llm.factory import LLMBackendConfig

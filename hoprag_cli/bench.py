@@ -6,7 +6,7 @@ import argparse
 import importlib
 from pathlib import Path
 
-from hoprag.cli.common import UserError, add_config_args
+from hoprag_cli.common import UserError, add_config_args
 
 # `hoprag bench NAME` → the function running it (imported only when that benchmark runs).
 BENCHMARKS = {

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from hoprag.cli.common import UserError, add_config_args
+from hoprag_cli.common import UserError, add_config_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,8 +43,8 @@ def run_train(args: argparse.Namespace) -> int:
     from hoprag.config import load_config
     from hoprag.ray_runtime import RayConfig
     from training.config import TrainConfig
-    from training.data import TrainDataError
     from training.trainer import run_training
+    from training.trainset import TrainDataError
     from training.warm_start import InitError
 
     overrides = list(args.overrides)

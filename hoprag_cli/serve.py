@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hoprag.cli.common import UserError, add_config_args
+from hoprag_cli.common import UserError, add_config_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hoprag.cli.common import UserError, add_config_args
+from hoprag_cli.common import UserError, add_config_args
 
 if TYPE_CHECKING:
     from indexing.config import IndexConfig

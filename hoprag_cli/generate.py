@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hoprag.cli.common import UserError
+from hoprag_cli.common import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
