@@ -187,7 +187,7 @@ def _run_vllm_processor(
     """The GPU path: a ``ray.data.llm`` vLLM processor; finished documents are cached per batch."""
     import ray
 
-    from hoprag.llm.vllm_backend import vllm_student_tasks
+    from hoprag.llm.vllm_requests import vllm_student_tasks
     from hoprag.logs import progress
     from indexing.vllm_stage import build_vllm_stage, fold_result, passage_rows
 

@@ -7,7 +7,7 @@ batches stream in, each finished document written to the resume cache right away
 
 With a distilled student adapter (``llm.vllm.adapter``) the rows of its tasks get the short
 student prompts, as :func:`~hoprag.llm.base.uses_student_prompt` decides on the actor path; the
-processor then runs without the chat-template stage (see :mod:`hoprag.llm.vllm_backend`).
+processor then runs without the chat-template stage (see :mod:`hoprag.llm.vllm_ray_data`).
 """
 
 from __future__ import annotations
@@ -18,14 +18,13 @@ from typing import Any
 
 from hoprag.extraction.prompts import ner_prompt, openie_prompt
 from hoprag.llm.base import TASK_NER, TASK_OPENIE, Completion
-from hoprag.llm.vllm_backend import (
-    ERROR_COLUMN,
-    VLLMConfig,
+from hoprag.llm.vllm_config import ERROR_COLUMN, VLLMConfig
+from hoprag.llm.vllm_ray_data import (
     chat_template_stage_enabled,
     openie_postprocess_row,
     processor_input_columns,
-    vllm_student_tasks,
 )
+from hoprag.llm.vllm_requests import vllm_student_tasks
 from indexing.config import ExtractionConfig
 from indexing.extract import (
     DocumentAssembler,
@@ -117,7 +116,7 @@ def fold_result(
 
 def build_vllm_stage(config: VLLMConfig, extraction: ExtractionConfig) -> Callable[[Any], Any]:
     """Dataset of passage/question rows → dataset of generated rows (lazy; needs the vllm extra)."""
-    from hoprag.llm.vllm_backend import build_ray_data_processor
+    from hoprag.llm.vllm_ray_data import build_ray_data_processor
 
     student_tasks = vllm_student_tasks(config)
     chat_template = chat_template_stage_enabled(config, STAGE_TASKS)

@@ -27,7 +27,7 @@ from hoprag.llm.embedded import EmbeddedLLMConfig
 from hoprag.llm.openai_compat import OpenAICompatibleConfig
 from hoprag.llm.reference import ReferenceLLMConfig
 from hoprag.llm.streaming import CancelToken, StreamItem, stream_completion
-from hoprag.llm.vllm_backend import VLLMConfig
+from hoprag.llm.vllm_config import VLLMConfig
 
 BACKENDS: dict[str, BackendSpec] = {
     spec.name: spec

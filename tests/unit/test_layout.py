@@ -27,7 +27,6 @@ MAX_MODULE_LINES = 600
 # Modules still over the limit (lines when the limit came in): each may shrink, none may grow, and
 # an entry is removed once its module is split.
 OVERSIZED = {
-    "hoprag/llm/vllm_backend.py": 843,
     "hoprag/data/synthetic/phrasing.py": 827,
     "serving/deployments/ingress.py": 807,
     "hoprag/data/synthetic/schema.py": 696,

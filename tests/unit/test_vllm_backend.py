@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from hoprag.deps import MissingExtraError, is_cuda_available, is_vllm_available, require_vllm
 from hoprag.extraction.prompts import openie_prompt
-from hoprag.llm import vllm_backend
+from hoprag.llm import vllm_backend, vllm_ray_data, vllm_requests
 from hoprag.llm.adapters import AdapterError, adapter_fingerprint, lora_rank
 from hoprag.llm.base import (
     LLM,
@@ -28,30 +28,34 @@ from hoprag.llm.base import (
     uses_student_prompt,
 )
 from hoprag.llm.factory import LazyLLM, LLMBackendConfig, expected_model_id
-from hoprag.llm.vllm_backend import (
+from hoprag.llm.vllm_backend import VLLMEngineLLM
+from hoprag.llm.vllm_config import (
     ERROR_COLUMN,
     MAX_TOKENS_COLUMN,
     OPENIE_OUTPUT_COLUMNS,
     STOP_COLUMN,
     VLLMConfig,
-    VLLMEngineLLM,
+    vllm_model_id,
+)
+from hoprag.llm.vllm_ray_data import (
     build_openie_processor,
     build_ray_data_processor,
     chat_template_stage_enabled,
-    check_adapter,
-    completion_from_vllm_output,
-    lora_requests_kwargs,
     lora_row_columns,
     openie_finalize_row,
     openie_postprocess_row,
     openie_preprocess_row,
     processor_input_columns,
     ray_processor_config_kwargs,
+    with_lora_columns,
+)
+from hoprag.llm.vllm_requests import (
+    check_adapter,
+    completion_from_vllm_output,
+    lora_requests_kwargs,
     student_base_mismatch,
     to_sampling_params,
-    vllm_model_id,
     vllm_student_tasks,
-    with_lora_columns,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -287,6 +291,7 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
     monkeypatch.setitem(sys.modules, "vllm.lora", lora)
     monkeypatch.setitem(sys.modules, "vllm.lora.request", request)
     monkeypatch.setattr(vllm_backend, "require_vllm", lambda feature: None)
+    monkeypatch.setattr(vllm_ray_data, "require_vllm", lambda feature: None)
     return mod
 
 
@@ -586,7 +591,7 @@ def test_check_adapter_warns_about_another_base_model_but_does_not_fail(
 ) -> None:
     warnings: list[str] = []
     monkeypatch.setattr(
-        vllm_backend.logger, "warning", lambda msg, *a: warnings.append(msg % a if a else msg)
+        vllm_requests.logger, "warning", lambda msg, *a: warnings.append(msg % a if a else msg)
     )
     student = _adapter(tmp_path / "s", tasks=["openie"], base_model="packaged:gemma-3-270m")
     check_adapter(VLLMConfig(model="google/gemma-3-270m", adapter=str(student)))
@@ -773,7 +778,7 @@ def test_openie_processor_sends_the_student_prompt(tmp_path: Path, monkeypatch: 
         seen.update(preprocess=preprocess, **kwargs)
         return lambda ds: ds
 
-    monkeypatch.setattr(vllm_backend, "build_ray_data_processor", fake_build)
+    monkeypatch.setattr(vllm_ray_data, "build_ray_data_processor", fake_build)
     student = str(_adapter(tmp_path / "s", tasks=["openie"]))
     build_openie_processor(VLLMConfig(model="m", adapter=student), max_new_tokens=40)
     assert seen["chat_template"] is False

@@ -11,7 +11,7 @@ import json
 import random
 
 from hoprag.llm.base import TASK_NER, TASK_OPENIE, GenerationParams
-from hoprag.llm.vllm_backend import ERROR_COLUMN, MAX_TOKENS_COLUMN, STOP_COLUMN
+from hoprag.llm.vllm_config import ERROR_COLUMN, MAX_TOKENS_COLUMN, STOP_COLUMN
 from indexing.config import ExtractionConfig
 from indexing.extract import extract_documents
 from indexing.vllm_stage import finalize, fold_result, make_preprocess, passage_rows, postprocess
