@@ -33,16 +33,10 @@ route registration, and Serve's ingress wrapper cannot resolve string annotation
 """
 
 import asyncio
-import functools
-import hmac
-import html
 import logging
 import os
-import re
 import time
-import uuid
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -50,10 +44,17 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from ray import serve
 from sse_starlette import EventSourceResponse
-from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hoprag import __version__
+from serving.deployments.api_errors import ERROR_TYPES, APIError, error_kind, error_response, request_id_of
+from serving.deployments.request_guard import (
+    PAGE_FILES,
+    GuardPolicy,
+    RequestGuard,
+    bearer_token_ok,
+    page_response,
+    replica_policy,
+)
 from serving.schemas import (
     ChatCompletionRequest,
     ChatCompletionResponse,
@@ -79,91 +80,22 @@ api = FastAPI(
     "or the PAI-2 search planner (`plan`).",
 )
 
-_REQUEST_ID = re.compile(r"^[\w.:-]{1,64}$")
-_CONTENT_LENGTH = re.compile(r"^\s*[0-9]+\s*$")
-_ERRORS = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    413: "payload_too_large",
-    422: "invalid_request",
-    500: "internal_error",
-    503: "unavailable",
-    504: "timeout",
-}
-
-
-class APIError(Exception):
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = headers or {}
-
-
-def _request_id(request: Request) -> str:
-    """Serve's id of this request (the caller's X-Request-ID, or one Serve made; Serve echoes it in
-    the response headers and tags its logs with it); a new one outside Serve."""
-    try:
-        from ray.serve.context import _get_serve_request_context
-
-        request_id = _get_serve_request_context().request_id
-    except Exception:  # outside a Serve replica
-        request_id = ""
-    if request_id:
-        return request_id
-    given = request.headers.get("x-request-id", "")
-    return given if _REQUEST_ID.match(given) else uuid.uuid4().hex
-
-
-def _error(status: int, message: str, request_id: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    if status < 500:  # 5xx are counted where they arise, with their kind (overloaded, timeout, ...)
-        try:
-            from serving.metrics import ingress_metrics
-
-            ingress_metrics()["errors"].inc(tags={"route": "http", "kind": _ERRORS.get(status, str(status))})
-        except Exception:  # outside a Ray worker (no metrics): never let counting fail a response
-            pass
-    body = {"error": {"type": _ERRORS.get(status, "error"), "message": message, "request_id": request_id}}
-    return JSONResponse(body, status_code=status, headers=headers or {})
-
 
 @api.exception_handler(RequestValidationError)
 async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
-        return _error(400, "the request body is not valid JSON", _request_id(request))
+        return error_response(400, "the request body is not valid JSON", request_id_of(request))
     parts = [
         f"{'.'.join(str(x) for x in e.get('loc', ()) if x != 'body') or 'body'}: {e.get('msg')}"
         for e in errors
     ]
-    return _error(422, "; ".join(parts), _request_id(request))
+    return error_response(422, "; ".join(parts), request_id_of(request))
 
 
 @api.exception_handler(APIError)
 async def _api_error(request: Request, exc: APIError) -> JSONResponse:
-    return _error(exc.status, exc.message, _request_id(request), exc.headers)
-
-
-def _error_kind(exc: BaseException) -> str:
-    from ray.exceptions import ActorUnavailableError, RayActorError
-    from ray.serve.exceptions import BackPressureError
-
-    from hoprag.planner.planner import PlannerInputError
-    from serving.deployments.qa import NotReadyError
-
-    if isinstance(exc, BackPressureError):
-        return "overloaded"
-    if isinstance(exc, NotReadyError):
-        return "not_ready"
-    if isinstance(exc, PlannerInputError):
-        return "bad_question"
-    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
-        return "timeout"
-    if isinstance(exc, RayActorError | ActorUnavailableError):
-        return "replica_failed"
-    return "internal"
+    return error_response(exc.status, exc.message, request_id_of(request), exc.headers)
 
 
 async def _qa_body(body: QARequest, request_id: str, result: dict[str, Any]) -> dict[str, Any]:
@@ -217,171 +149,16 @@ def _check_chat_limits(body: ChatCompletionRequest, limits: RequestLimits) -> No
             )
 
 
-# -- the request guard: auth, then body size, before FastAPI reads anything ------------------------
-OPEN_PATHS = frozenset(
-    path
-    for path in (
-        "/healthz",
-        "/readyz",
-        api.openapi_url,
-        api.docs_url,
-        api.redoc_url,
-        api.swagger_ui_oauth2_redirect_url,
-    )
-    if path
-)
-# The playground (a GET of exactly these paths) is open too: the page holds no data and asks for the token.
-PAGE_FILES = {
-    "/": "index.html",
-    "/static/playground.js": "playground.js",
-    "/static/playground.css": "playground.css",
-}
-_PAGE_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
-# The page loads only its own assets and talks only to this app; no inline script or style.
-_PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-cache",
-}
-
-
-def _open_path(scope: Scope) -> bool:
-    """Whether the request needs no token: a probe or the docs, or a GET of the playground."""
-    path = _route_path(scope)
-    return path in OPEN_PATHS or (scope.get("method") == "GET" and path in PAGE_FILES)
-
-
-@functools.cache
-def _page_file(name: str) -> str:
-    """A file of the playground (``serving/static``, shipped as package data), read once."""
-    from importlib.resources import files
-
-    return files("serving").joinpath("static", name).read_text(encoding="utf-8")
-
-
-def _page_response(path: str, root_path: str) -> Response:
-    name = PAGE_FILES[path]
-    text = _page_file(name)
-    if name == "index.html":  # its relative URLs resolve under the app's route prefix
-        text = text.replace("__ROOT__", html.escape(root_path.rstrip("/"), quote=True))
-    media = _PAGE_TYPES[name[name.rfind(".") :]] + "; charset=utf-8"
-    return Response(text, media_type=media, headers=_PAGE_HEADERS)
-
-
-@dataclass(frozen=True)
-class GuardPolicy:
-    """What :class:`RequestGuard` enforces: the bearer token (None: auth off) and the body limits
-    (``max_upload_bytes`` on the document-upload route, ``max_body_bytes`` everywhere else)."""
-
-    token: str | None
-    max_body_bytes: int
-    max_upload_bytes: int = 0
-
-    def body_limit(self, path: str, method: str) -> int:
-        if method == "POST" and self.max_upload_bytes and UPLOAD_PATH.match(path):
-            return self.max_upload_bytes
-        return self.max_body_bytes
-
-
-UPLOAD_PATH = re.compile(r"^/v1/indexes/[^/]+/documents/?$")
-
-
-def bearer_token_ok(headers: Headers, token: str) -> bool:
-    """Whether ``Authorization: Bearer <token>`` carries ``token``; compared in constant time, on the
-    header's raw bytes (Starlette decodes headers as latin-1, so this round-trips them exactly)."""
-    scheme, _, given = headers.get("authorization", "").partition(" ")
-    same = hmac.compare_digest(given.strip().encode("latin-1"), token.encode("utf-8"))
-    return same and scheme.lower() == "bearer"
-
-
-def _route_path(scope: Scope) -> str:
-    """The path the app routes on: without the ``root_path`` Serve sets for an app's route prefix
-    (as Starlette's router strips it)."""
-    path: str = scope.get("path", "")
-    root: str = scope.get("root_path", "")
-    if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
-        return path[len(root) :] or "/"
-    return path
-
-
-def _replica_policy() -> GuardPolicy:
-    """The guard policy of the QAIngress replica serving this request (set by its constructor)."""
-    policy: GuardPolicy = serve.get_replica_context().servable_object.guard_policy
-    return policy
-
-
-class RequestGuard:
-    """Pure ASGI middleware, outermost of the app's own: it answers 401 (auth on, a path not in
-    :data:`OPEN_PATHS`, no valid bearer token) from the headers alone, then 413 when the body is
-    over ``max_body_bytes`` (by ``Content-Length``, else counting the body's chunks as they
-    arrive), and only then hands the app the (buffered) body to parse. ``policy`` is called once
-    per request."""
-
-    def __init__(self, app: ASGIApp, policy: Callable[[], GuardPolicy]) -> None:
-        self.app = app
-        self.policy = policy
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        policy = self.policy()
-        request = Request(scope)
-        if (
-            policy.token is not None
-            and not _open_path(scope)
-            and not bearer_token_ok(request.headers, policy.token)
-        ):
-            response = _error(
-                401, "missing or wrong bearer token", _request_id(request), {"WWW-Authenticate": "Bearer"}
-            )
-            await response(scope, receive, send)
-            return
-        limit = policy.body_limit(_route_path(scope), scope.get("method", ""))
-        setting = "limits.max_body_bytes" if limit == policy.max_body_bytes else "updates.max_upload_bytes"
-
-        async def too_large() -> None:
-            message = f"the request body is larger than {limit} bytes ({setting})"
-            await _error(413, message, _request_id(request))(scope, receive, send)
-
-        declared = request.headers.get("content-length")
-        if declared is not None:
-            if not _CONTENT_LENGTH.match(declared):
-                await _error(400, "invalid Content-Length header", _request_id(request))(scope, receive, send)
-                return
-            if int(declared) > limit:
-                await too_large()
-                return
-        chunks: list[bytes] = []
-        size = 0
-        while True:  # bounded: at most limit bytes are kept, whatever the sender claims or streams
-            message = await receive()
-            if message["type"] != "http.request":  # http.disconnect: nobody to answer
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                await too_large()
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body: Message | None = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-
-        async def replay() -> Message:
-            nonlocal body
-            if body is not None:
-                message, body = body, None
-                return message
-            return await receive()  # after the body: the disconnect, when it comes
-
-        await self.app(scope, replay, send)
-
-
 # Registered before @serve.ingress below, which freezes a copy of the app for the replicas.
-api.add_middleware(RequestGuard, policy=_replica_policy)
+api.add_middleware(
+    RequestGuard,
+    policy=replica_policy,
+    open_paths=frozenset(
+        url
+        for url in (api.openapi_url, api.docs_url, api.redoc_url, api.swagger_ui_oauth2_redirect_url)
+        if url
+    ),
+)
 
 
 @serve.deployment(name="QAIngress")
@@ -443,7 +220,7 @@ class QAIngress:
         """The HTTP error for a failed QA call (counted and logged)."""
         from serving.metrics import ingress_metrics
 
-        kind = _error_kind(exc)
+        kind = error_kind(exc)
         ingress_metrics()["errors"].inc(tags={"route": route, "kind": kind})
         logger.warning("request %s failed (%s): %s", request_id, kind, exc)
         if kind == "overloaded":
@@ -531,7 +308,7 @@ class QAIngress:
                     result = self._finish(data, started, body.mode, request_id)
                     yield sse("answer", await _qa_body(body, request_id, result))
                 elif kind == "error":
-                    yield error_event(_ERRORS.get(data.status, "error"), data.message, request_id)
+                    yield error_event(ERROR_TYPES.get(data.status, "error"), data.message, request_id)
                 else:
                     yield sse(kind, data)
 
@@ -556,7 +333,7 @@ class QAIngress:
                     if usage:
                         yield chunks.usage(result["prompt_tokens"], result["completion_tokens"])
                 elif kind == "error":
-                    yield chunks.error(_ERRORS.get(data.status, "error"), data.message, request_id)
+                    yield chunks.error(ERROR_TYPES.get(data.status, "error"), data.message, request_id)
             yield chunks.done()
 
         return EventSourceResponse(sse_events(), headers={"Cache-Control": "no-cache"})
@@ -564,13 +341,13 @@ class QAIngress:
     # -- routes ------------------------------------------------------------------------------
     @api.get("/", include_in_schema=False)
     async def playground(self, request: Request) -> Response:
-        return _page_response("/", str(request.scope.get("root_path", "")))
+        return page_response("/", str(request.scope.get("root_path", "")))
 
     @api.get("/static/{name}", include_in_schema=False)
     async def playground_asset(self, name: str) -> Response:
         if f"/static/{name}" not in PAGE_FILES:
             raise APIError(404, f"no asset {name!r}")
-        return _page_response(f"/static/{name}", "")
+        return page_response(f"/static/{name}", "")
 
     @api.get("/healthz", summary="Liveness: the ingress answers")
     async def healthz(self) -> dict[str, str]:
@@ -607,9 +384,9 @@ class QAIngress:
             log = logger.warning if state == "failed" else logger.info
             log("readyz: not ready (%s)%s", state, f": {detail}" if detail else "")
         error: dict[str, Any] = {
-            "type": _ERRORS[503],
+            "type": ERROR_TYPES[503],
             "message": f"not ready: {state}",
-            "request_id": _request_id(request),
+            "request_id": request_id_of(request),
         }
         if detail and self._authenticated(request):
             error["detail"] = detail
@@ -631,7 +408,7 @@ class QAIngress:
         responses={code: {"model": ErrorResponse} for code in (400, 401, 404, 413, 422, 500, 503, 504)},
     )
     async def qa(self, body: QARequest, request: Request) -> JSONResponse | EventSourceResponse:
-        request_id = _request_id(request)
+        request_id = request_id_of(request)
         if body.stream:
             return await self._qa_stream(body, request_id)
         result = await self._answer(body.question, body.mode, body.top_k, request_id, "qa", body.index)
@@ -652,7 +429,7 @@ class QAIngress:
         responses={code: {"model": ErrorResponse} for code in (400, 401, 404, 413, 422, 500, 503, 504)},
     )
     async def chat(self, body: ChatCompletionRequest, request: Request) -> JSONResponse | EventSourceResponse:
-        request_id = _request_id(request)
+        request_id = request_id_of(request)
         _check_chat_limits(body, self._limits)
         question = _last_user_text(body)
         if not question:
@@ -767,7 +544,7 @@ class QAIngress:
         try:
             found = await asyncio.wait_for(qa.document.remote(title), timeout=self._timeout_s)
         except Exception as exc:
-            raise self._failure(exc, _request_id(request), "document") from exc
+            raise self._failure(exc, request_id_of(request), "document") from exc
         if found is None:
             raise APIError(404, f"the index has no document titled {title!r}")
         return JSONResponse(DocumentText.model_validate({**found, "index": name}).model_dump(mode="json"))

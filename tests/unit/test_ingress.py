@@ -23,7 +23,8 @@ from ray import serve
 from starlette.datastructures import Headers
 
 import serving.metrics
-from serving.deployments.ingress import GuardPolicy, QAIngress, RequestGuard, bearer_token_ok
+from serving.deployments.ingress import QAIngress
+from serving.deployments.request_guard import GuardPolicy, RequestGuard, bearer_token_ok
 from serving.settings import QAAppSettings
 from tests.support.sse import sse_events_in
 
@@ -839,7 +840,7 @@ def test_the_page_files_exist_and_a_wheel_ships_them() -> None:
     import tomllib
     from pathlib import Path
 
-    from serving.deployments.ingress import PAGE_FILES
+    from serving.deployments.request_guard import PAGE_FILES
 
     root = Path(__file__).resolve().parents[2]
     patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
