@@ -27,8 +27,6 @@ MAX_MODULE_LINES = 600
 # Modules still over the limit (lines when the limit came in): each may shrink, none may grow, and
 # an entry is removed once its module is split.
 OVERSIZED = {
-    "hoprag/data/synthetic/phrasing.py": 827,
-    "hoprag/data/synthetic/schema.py": 696,
     "training/bench.py": 678,
     "hoprag/planner/planner.py": 630,
 }

@@ -25,11 +25,8 @@ from hoprag.data.synthetic import (
     write_benchmark,
 )
 from hoprag.data.synthetic.documents import FRAMES
+from hoprag.data.synthetic.fillers import FILLERS, INTRO_TYPE_WORDS, INTROS, MASS_SENTENCES
 from hoprag.data.synthetic.phrasing import (
-    FILLERS,
-    INTRO_TYPE_WORDS,
-    INTROS,
-    MASS_SENTENCES,
     PHRASE_KINDS,
     PHRASES,
     STANDALONE_KINDS,
@@ -38,7 +35,8 @@ from hoprag.data.synthetic.phrasing import (
     held_out_template_ids,
     plural_verb_ok,
 )
-from hoprag.data.synthetic.schema import _PERSON_TYPES, _RELATIONS
+from hoprag.data.synthetic.relation_texts import _RELATIONS
+from hoprag.data.synthetic.schema import _PERSON_TYPES
 from hoprag.data.synthetic.spelling import EXACT, SPELLING_KINDS, NameMatcher, spelling_variants
 
 RAW_FILES = ("dataset_corpus.json", "train.json", "test.json", "world.json", "facts.json")

@@ -20,13 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import SyntheticConfig
+from .fillers import FILLERS, INTRO_TYPE_WORDS, INTROS, MASS_SENTENCES
 from .phrasing import (
     APPOSITION,
-    FILLERS,
     FRONTED,
-    INTRO_TYPE_WORDS,
-    INTROS,
-    MASS_SENTENCES,
     MODIFIER_KINDS,
     PHRASES,
     STANDALONE_KINDS,
@@ -35,7 +32,8 @@ from .phrasing import (
     agree,
     template_ids,
 )
-from .schema import _PERSON_TYPES, _RELATIONS, _TYPES
+from .relation_texts import _RELATIONS
+from .schema import _PERSON_TYPES, _TYPES
 from .world import _World
 
 SINGLE = "single"

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import QUESTION_TYPES, SyntheticConfig
+from .relation_texts import _RELATIONS
 from .schema import (
     _EARLIER,
     _LATER,
     _PERSON_TYPES,
-    _RELATIONS,
     _SAME_KEYS,
     _TYPES,
     _VIA_EDGES,
