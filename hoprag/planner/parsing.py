@@ -8,10 +8,16 @@ unknown), never the question.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
+from hoprag.planner import prompts as P
 from hoprag.planner.prompts import UNKNOWN
+
+if TYPE_CHECKING:
+    from hoprag.llm.base import Completion, Prompt, PromptSpec
+    from hoprag.planner.trace import StepTrace
 
 _NUMBERED = re.compile(r"^\s*(\d{1,2})[.)]\s*(.+?)\s*$")
 _FINAL = re.compile(r"^\s*final answer\s*:\s*(.*?)\s*$", re.IGNORECASE)
@@ -141,3 +147,47 @@ def answer_text_so_far(output: str) -> str:
     if any(form.startswith(lowered) for form in _UNKNOWN_LOWER):
         return ""  # "no", "not kn" ...: may end as NotEnoughInfo
     return body[:MAX_ANSWER_CHARS]
+
+
+# -- completions of a batch of prompts ----------------------------------------------------------
+
+
+def parse_completions(
+    specs: Sequence[PromptSpec],
+    completions: Sequence[Completion],
+    purpose: str,
+    parser: Callable[[str], Parsed[T]],
+    step: StepTrace | None = None,
+) -> list[T | None]:
+    """Each completion parsed (``None`` where the call failed, the output was unusable or copied
+    from the prompt's examples); the reason for each ``None`` is added to ``step.degraded``."""
+    values: list[T | None] = []
+    for spec, c in zip(specs, completions, strict=True):
+        if not c.ok:
+            reason = f"{purpose}: LLM error {c.error}"
+            values.append(None)
+        else:
+            parsed = parser(c.text)
+            reason = None if parsed.ok else f"{purpose}: {parsed.reason}"
+            value = drop_copies(spec.prompt, parsed.value)
+            if parsed.ok and value is None:
+                reason = f"{purpose}: output copied from the prompt's examples"
+            values.append(value)
+        if reason and step is not None:
+            step.degraded.append(reason)
+    return values
+
+
+def drop_copies(prompt: Prompt, value: T | None) -> T | None:
+    """``None`` for an answer, or the steps minus those, copied from the prompt's examples."""
+    if isinstance(value, str):
+        return None if P.copied_from_examples(prompt, value) else value
+    if isinstance(value, list):
+        kept = [s for s in value if not (isinstance(s, str) and P.copied_from_examples(prompt, s))]
+        return kept or None  # type: ignore[return-value]
+    if isinstance(value, PlanUpdate):
+        if value.final_answer is not None:
+            return None if P.copied_from_examples(prompt, value.final_answer) else value
+        steps = drop_copies(prompt, value.remaining)
+        return PlanUpdate(None, steps) if steps else None  # type: ignore[return-value]
+    return value

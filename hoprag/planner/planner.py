@@ -27,8 +27,6 @@ from hoprag.llm.base import (
     TASK_NER,
     TASK_PLAN,
     TASK_UPDATE,
-    Completion,
-    Prompt,
     PromptSpec,
     PromptStyle,
     uses_student_prompt,
@@ -40,8 +38,8 @@ from hoprag.planner.knowledge import KnowledgeGraphView, VertexMatch
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
 from hoprag.planner.parsing import (
     Parsed,
-    PlanUpdate,
     parse_answer,
+    parse_completions,
     parse_rewritten,
     parse_steps,
     parse_update,
@@ -563,7 +561,7 @@ class Planner:
             completion = self.client.complete_streamed(
                 spec.prompt, spec.params, ledger, purpose, stream_to.answer_stream(question), stream_to.cancel
             )
-            answer = self._parse_all([spec], [completion], purpose, parse_answer)[0]
+            answer = parse_completions([spec], [completion], purpose, parse_answer)[0]
         final, problem = fit_answer(question, answer or "")
         if problem:
             notes.append(f"{purpose}: {problem}")
@@ -581,49 +579,10 @@ class Planner:
         if not specs:
             return []
         completions = self.client.complete([s.prompt for s in specs], specs[0].params, ledger, purpose)
-        return self._parse_all(specs, completions, purpose, parser, step)
-
-    @staticmethod
-    def _parse_all(
-        specs: Sequence[PromptSpec],
-        completions: Sequence[Completion],
-        purpose: str,
-        parser: Callable[[str], Parsed[T]],
-        step: StepTrace | None = None,
-    ) -> list[T | None]:
-        values: list[T | None] = []
-        for spec, c in zip(specs, completions, strict=True):
-            if not c.ok:
-                reason = f"{purpose}: LLM error {c.error}"
-                values.append(None)
-            else:
-                parsed = parser(c.text)
-                reason = None if parsed.ok else f"{purpose}: {parsed.reason}"
-                value = _drop_copies(spec.prompt, parsed.value)
-                if parsed.ok and value is None:
-                    reason = f"{purpose}: output copied from the prompt's examples"
-                values.append(value)
-            if reason and step is not None:
-                step.degraded.append(reason)
-        return values
+        return parse_completions(specs, completions, purpose, parser, step)
 
     def _validate(self, question: str) -> str:
         return check_question(question, self.config.max_question_chars)
-
-
-def _drop_copies(prompt: Prompt, value: T | None) -> T | None:
-    """``None`` for an answer, or the steps minus those, copied from the prompt's examples."""
-    if isinstance(value, str):
-        return None if P.copied_from_examples(prompt, value) else value
-    if isinstance(value, list):
-        kept = [s for s in value if not (isinstance(s, str) and P.copied_from_examples(prompt, s))]
-        return kept or None  # type: ignore[return-value]
-    if isinstance(value, PlanUpdate):
-        if value.final_answer is not None:
-            return None if P.copied_from_examples(prompt, value.final_answer) else value
-        steps = _drop_copies(prompt, value.remaining)
-        return PlanUpdate(None, steps) if steps else None  # type: ignore[return-value]
-    return value
 
 
 def normalize(text: str) -> str:
