@@ -10,29 +10,29 @@ from hoprag_cli.common import UserError, add_config_args
 
 # `hoprag bench NAME` → the function running it (imported only when that benchmark runs).
 BENCHMARKS = {
-    "index": ("indexing.bench", "run_index_benchmark"),
-    "train": ("training.bench", "run_train_benchmark"),
-    "glm-step": ("training.step_bench", "run_glm_step_benchmark"),
-    "plan": ("evaluation.planner_bench", "run_plan_benchmark"),
-    "steps": ("evaluation.steps_bench", "run_steps_benchmark"),
-    "serve": ("serving.bench", "run_serve_benchmark"),
-    "update": ("serving.update_bench", "run_update_benchmark"),
-    "eval": ("evaluation.bench", "run_eval_benchmark"),
-    "extract": ("indexing.extract_bench", "run_extract_benchmark"),
-    "search": ("indexing.search_bench", "run_search_benchmark"),
-    "graph": ("serving.graph_bench", "run_graph_benchmark"),
+    "index": ("benchmarks.index", "run_index_benchmark"),
+    "train": ("benchmarks.train", "run_train_benchmark"),
+    "glm-step": ("benchmarks.glm_step", "run_glm_step_benchmark"),
+    "plan": ("benchmarks.plan", "run_plan_benchmark"),
+    "steps": ("benchmarks.steps", "run_steps_benchmark"),
+    "serve": ("benchmarks.serve", "run_serve_benchmark"),
+    "update": ("benchmarks.update", "run_update_benchmark"),
+    "eval": ("benchmarks.eval", "run_eval_benchmark"),
+    "extract": ("benchmarks.extract", "run_extract_benchmark"),
+    "search": ("benchmarks.search", "run_search_benchmark"),
+    "graph": ("benchmarks.graph", "run_graph_benchmark"),
 }
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from evaluation.bench import add_arguments as add_eval_bench_arguments
-    from evaluation.planner_bench import add_arguments as add_plan_bench_arguments
-    from evaluation.steps_bench import add_arguments as add_steps_bench_arguments
-    from indexing.search_bench import add_arguments as add_search_bench_arguments
-    from serving.bench import add_arguments as add_serve_bench_arguments
-    from serving.graph_bench import add_arguments as add_graph_bench_arguments
-    from serving.update_bench import add_arguments as add_update_bench_arguments
-    from training.step_bench import add_arguments as add_glm_step_arguments
+    from benchmarks.eval import add_arguments as add_eval_bench_arguments
+    from benchmarks.glm_step import add_arguments as add_glm_step_arguments
+    from benchmarks.graph import add_arguments as add_graph_bench_arguments
+    from benchmarks.plan import add_arguments as add_plan_bench_arguments
+    from benchmarks.search import add_arguments as add_search_bench_arguments
+    from benchmarks.serve import add_arguments as add_serve_bench_arguments
+    from benchmarks.steps import add_arguments as add_steps_bench_arguments
+    from benchmarks.update import add_arguments as add_update_bench_arguments
 
     b = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md by hand)")
     b.set_defaults(handler=run_bench, run_dir_arg="workdir")
@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "embedded Gemma 3 270M with the current few-shot prompt, and the reference oracle) through "
         "indexing's extraction code, and score them against raw/facts.json: entity-pair and "
         "relation-agreeing precision/recall/F1, docs/min and prompt tokens per document "
-        "(indexing/extract_bench.py has the scoring rules).",
+        "(benchmarks/extract.py has the scoring rules).",
     )
     bx.add_argument("--benchmark", type=Path, required=True, help="a `hoprag generate` output directory")
     bx.add_argument(

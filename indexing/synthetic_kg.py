@@ -23,11 +23,28 @@ from hoprag.kg.store import write_snapshot
 from hoprag.kg.tables import Adjacency, KGTables
 from indexing.graph import build_graph_structure
 from indexing.questions import questions_table
-from indexing.search_bench import clustered_vectors
 
 NAMES = ["Halleck", "Quifen", "Carrow", "Ulmar", "Serrano", "Okafor", "Brisk", "Talvane"]
 TRIPLES_PER_DOCUMENT = 10
 NUM_RELATIONS = 64
+
+
+def clustered_vectors(n: int, dim: int, seed: int, uniform: bool = False) -> np.ndarray:
+    """``n`` unit float32 vectors around ``n/50`` random centres (or uniform on the sphere)."""
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, dim), dtype=np.float32)
+    centres = rng.standard_normal((max(1, n // 50), dim)).astype(np.float32)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    for start in range(0, n, 65536):
+        stop = min(n, start + 65536)
+        noise = rng.standard_normal((stop - start, dim)).astype(np.float32)
+        if uniform:
+            block = noise
+        else:
+            # noise of norm ~1 around a unit centre: cosine to the centre ~0.7
+            block = centres[rng.integers(0, len(centres), stop - start)] + noise / np.sqrt(dim)
+        out[start:stop] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    return out
 
 
 def random_document_triples(

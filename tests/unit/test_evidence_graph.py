@@ -9,6 +9,7 @@ import random
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from benchmarks.graph import random_answer
 from serving.evidence_graph import (
     NO_STEP_COLOUR,
     STEP_COLOURS,
@@ -18,7 +19,6 @@ from serving.evidence_graph import (
     place_labels,
     readability,
 )
-from serving.graph_bench import random_answer
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -165,7 +165,7 @@ def test_the_same_answer_gives_the_same_picture_in_every_process() -> None:
     import sys
 
     code = (
-        "import random; from serving.graph_bench import random_answer; "
+        "import random; from benchmarks.graph import random_answer; "
         "from serving.evidence_graph import evidence_graph; rng = random.Random(5); "
         "print(''.join(evidence_graph(random_answer(n, rng)).svg for n in (5, 10, 25, 50)))"
     )

@@ -9,9 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hoprag.config import ConfigError
-from indexing.config import ExtractionConfig
-from indexing.extract_bench import (
+from benchmarks.extract import (
     BenchDocuments,
     GoldFact,
     RelationAgreement,
@@ -21,6 +19,8 @@ from indexing.extract_bench import (
     run_system,
     score_extractions,
 )
+from hoprag.config import ConfigError
+from indexing.config import ExtractionConfig
 from tests.support.planner_llm import Rule, ScriptedPlannerLLM
 
 DOC_A = "Juno Hale is an actor born in 1980. Juno Hale was born in Quifen. She studied at Carrow College."

@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
+from benchmarks.glm_step import measure_step, random_batches, t5_graph_model
 from hoprag_cli import main
-from training.step_bench import measure_step, random_batches, t5_graph_model
 
 
 def test_the_step_bench_times_every_setting_and_counts_model_flops(capsys):

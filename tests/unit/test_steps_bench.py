@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.steps import BenchInputError, load_questions, score_system
 from distillation.examples import plan_example, update_examples
-from evaluation.steps_bench import BenchInputError, load_questions, score_system
 from hoprag.data.synthetic import SyntheticConfig, write_benchmark
 from hoprag.llm.base import Completion, GenerationParams, truncate_at_stop
 from hoprag.planner.gold import gold_plan

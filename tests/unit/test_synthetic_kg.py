@@ -11,7 +11,7 @@ import hashlib
 import json
 import random
 
-from indexing.bench import graph_bench_entity_name
+from benchmarks.index import graph_bench_entity_name
 from indexing.synthetic_kg import random_document_triples, synthetic_tables
 
 

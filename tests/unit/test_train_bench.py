@@ -6,11 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from hoprag.glm.bert_encoder import GraphBertEncoder
-from hoprag.glm.encoder import GraphT5Encoder
-from hoprag.glm.levi import bucket_ids
-from hoprag.glm.model import GLMBatch, GLMRetrieverModel
-from training.bench import (
+from benchmarks.retrieval_latency import (
     LATENCY_STAGES,
     StageTimer,
     paired_ratio,
@@ -19,6 +15,10 @@ from training.bench import (
     summarize_latency,
     timed_glm,
 )
+from hoprag.glm.bert_encoder import GraphBertEncoder
+from hoprag.glm.encoder import GraphT5Encoder
+from hoprag.glm.levi import bucket_ids
+from hoprag.glm.model import GLMBatch, GLMRetrieverModel
 
 
 def test_summary_has_median_p90_per_stage_and_a_total_per_sample() -> None:
@@ -134,7 +134,7 @@ def test_timed_glm_times_every_stage_without_changing_the_output(kind: str) -> N
 
 
 def test_gnn_latency_section_times_both_retrievers_on_the_same_subgraphs() -> None:
-    from training.bench import measure_gnn_latency
+    from benchmarks.train import measure_gnn_latency
 
     out = measure_gnn_latency(2, kg_sizes=(2_000,), max_triplets=30, glm_backbone="embedded")
     section = out["kg_2000_triples"]
@@ -146,7 +146,7 @@ def test_gnn_latency_section_times_both_retrievers_on_the_same_subgraphs() -> No
 
 
 def test_frozen_layer_steps_time_each_setting_on_the_same_subgraphs() -> None:
-    from training.bench import measure_frozen_layer_steps
+    from benchmarks.train import measure_frozen_layer_steps
 
     out = measure_frozen_layer_steps([0, 3], steps=2, max_triplets=10)
     rows = out["by_frozen_layers"]

@@ -14,7 +14,7 @@ from hoprag.vectorsearch import AnnSearch, ExactSearch, VectorSearchConfig, buil
 from indexing.config import SynonymConfig
 from indexing.corpus import Document
 from indexing.graph import build_tables
-from indexing.search_bench import clustered_vectors
+from indexing.synthetic_kg import clustered_vectors
 
 TRIPLES = [
     [("Mira Castell", "born in", "Dornwick"), ("Mira Castell", "starred in", "The Ember Road")],

@@ -22,12 +22,13 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from hoprag.machine import machine_description
+from benchmarks.harness import publish
 
 
 class PeakRSS:
@@ -212,40 +213,40 @@ def run_index_benchmark(args: argparse.Namespace) -> int:
 
     config = load_config(IndexConfig, args.config, args.overrides)
     result: dict[str, Any] = {
-        "machine": machine_description(),
         "extraction": measure_extraction(args, config),
         "graph": measure_graph_build(args.graph_triples, config) if args.graph_triples else None,
     }
-    if args.json:
-        print(json.dumps(result))
-    else:
-        e = result["extraction"]
-        print(f"machine: {result['machine']}")
-        print(
-            f"Ray Data pipeline   {e['pipeline_docs_per_min']:>7} docs/min  ({e['documents']} docs in "
-            f"{e['pipeline_seconds']} s, batch {e['batch_size']}, {e['concurrency']} actor(s), incl. start-up)"
-        )
-        print(
-            f"sequential loop     {e['sequential_docs_per_min']:>7} docs/min  ({e['sequential_documents']} docs in "
-            f"{e['sequential_seconds']} s, batch 1, model load excluded)"
-        )
-        print(f"speed-up            {e['speedup']:>7}x")
-        print(f"peak RSS            {e['peak_rss_mb']:>7} MB (driver + Ray workers)")
-        print(
-            f"index size          {e['index_kb_per_1k_triples']:>7} KB per 1k triples ({e['triples']} triples)"
-        )
-        if result["graph"]:
-            g = result["graph"]
-            print(
-                f"graph build         {g['graph_build_seconds']:>7} s for {g['input_triples']} triples "
-                f"({g['unique_triples']} unique, {g['entities']} entities, peak {g['graph_peak_rss_mb']} MB)"
-            )
-            print(
-                f"index size at scale {g['index_kb_per_1k_triples']:>7} KB per 1k triples ({g['index_mb']} MB, "
-                "embeddings at 384-d)"
-            )
-            print(
-                f"entity embedding    {g['embedder_entities_per_second']:>7} entities/s "
-                f"(~{g['embedding_seconds_extrapolated']} s for those entities, extrapolated)"
-            )
+    publish("index", result, args, table=_table)
     return 0
+
+
+def _table(result: dict[str, Any]) -> Iterator[str]:
+    """The human-readable lines of ``hoprag bench index``'s report."""
+    e = result["extraction"]
+    yield (
+        f"Ray Data pipeline   {e['pipeline_docs_per_min']:>7} docs/min  ({e['documents']} docs in "
+        f"{e['pipeline_seconds']} s, batch {e['batch_size']}, {e['concurrency']} actor(s), incl. start-up)"
+    )
+    yield (
+        f"sequential loop     {e['sequential_docs_per_min']:>7} docs/min  ({e['sequential_documents']} docs in "
+        f"{e['sequential_seconds']} s, batch 1, model load excluded)"
+    )
+    yield (f"speed-up            {e['speedup']:>7}x")
+    yield (f"peak RSS            {e['peak_rss_mb']:>7} MB (driver + Ray workers)")
+    yield (
+        f"index size          {e['index_kb_per_1k_triples']:>7} KB per 1k triples ({e['triples']} triples)"
+    )
+    if result["graph"]:
+        g = result["graph"]
+        yield (
+            f"graph build         {g['graph_build_seconds']:>7} s for {g['input_triples']} triples "
+            f"({g['unique_triples']} unique, {g['entities']} entities, peak {g['graph_peak_rss_mb']} MB)"
+        )
+        yield (
+            f"index size at scale {g['index_kb_per_1k_triples']:>7} KB per 1k triples ({g['index_mb']} MB, "
+            "embeddings at 384-d)"
+        )
+        yield (
+            f"entity embedding    {g['embedder_entities_per_second']:>7} entities/s "
+            f"(~{g['embedding_seconds_extrapolated']} s for those entities, extrapolated)"
+        )

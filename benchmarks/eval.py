@@ -13,7 +13,11 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import publish
 
 
 def run_eval_benchmark(args: argparse.Namespace) -> int:
@@ -21,7 +25,6 @@ def run_eval_benchmark(args: argparse.Namespace) -> int:
     from evaluation.questions import load_questions
     from evaluation.runner import evaluate_pair
     from evaluation.worker import EvalWorker
-    from hoprag.machine import machine_description
     from hoprag.ray_runtime import init_ray
 
     bench = BenchmarkSpec(name="bench", index=args.index, limit=args.questions)
@@ -59,17 +62,12 @@ def run_eval_benchmark(args: argparse.Namespace) -> int:
     finally:
         shutil.rmtree(out, ignore_errors=True)
     report = {
-        "machine": machine_description(),
         "index": str(args.index),
         "retriever": args.retriever,
+        "questions": len(rows),
         "results": results,
     }
-    if args.json:
-        print(json.dumps(report))
-    else:
-        print(f"{report['machine']}; {len(rows)} questions; retriever {args.retriever}")
-        for name, r in results.items():
-            print(f"  {name:<18} {r['questions_per_s']:>7} questions/s  ({r['wall_s']} s wall)")
+    publish("eval", report, args, table=_table)
     return 0
 
 
@@ -80,3 +78,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--actors", type=int, nargs="+", default=[2], help="actor pool sizes to measure")
     p.add_argument("--cpus-per-actor", type=float, default=1.0)
     p.add_argument("--json", action="store_true")
+
+
+def _table(report: dict[str, Any]) -> Iterator[str]:
+    """The human-readable lines of ``hoprag bench eval``'s report."""
+    yield (f"{report['questions']} questions; retriever {report['retriever']}")
+    for name, r in report["results"].items():
+        yield (f"  {name:<18} {r['questions_per_s']:>7} questions/s  ({r['wall_s']} s wall)")

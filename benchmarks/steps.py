@@ -28,12 +28,13 @@ import json
 import re
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from benchmarks.harness import publish
 from hoprag.config import StrictModel
 from hoprag.llm.factory import LLMBackendConfig
 
@@ -189,7 +190,6 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def run_steps_benchmark(args: argparse.Namespace) -> int:
     from hoprag.config import load_config
     from hoprag.llm.factory import build_llm, read_llm_config_args
-    from hoprag.machine import machine_description
 
     base: dict[str, Any] = {}
     added = read_llm_config_args(args.llm_config)
@@ -202,30 +202,31 @@ def run_steps_benchmark(args: argparse.Namespace) -> int:
         llm = build_llm(llm_config)
         results[name] = {"model": llm.model_id, **score_system(llm, questions, held_out, label=name)}
     args.workdir.mkdir(parents=True, exist_ok=True)
-    (args.workdir / "steps-bench.json").write_text(json.dumps(results, indent=1))
+    (args.workdir / "steps-rows.json").write_text(json.dumps(results, indent=1))
     report = {
-        "machine": machine_description(),
         "benchmark": str(args.benchmark),
+        "questions": len(questions),
+        "rows_file": str(args.workdir / "steps-rows.json"),
         "split": args.split,
         "systems": {
             n: {"model": r["model"], "seconds": r["seconds"], **r["summary"]} for n, r in results.items()
         },
     }
-    if args.json:
-        print(json.dumps(report))
-        return 0
-    print(f"{report['machine']}\n{len(questions)} {args.split} questions of {args.benchmark} with gold plans")
-    print(
-        "system | part | questions | plan exact | steps right | placeholders right | chain right | updates right"
-    )
+    publish("steps", report, args, table=_table)
+    return 0
+
+
+def _table(report: dict[str, Any]) -> Iterator[str]:
+    """The human-readable lines of ``hoprag bench steps``'s report."""
+    yield f"{report['questions']} {report['split']} questions of {report['benchmark']} with gold plans"
+    yield "system | part | questions | plan exact | steps right | placeholders right | chain right | updates right"
     for name, r in report["systems"].items():
         for part in ("all", "2 hops", "3-4 hops", "training domains", "held-out domain"):
             s = r[part]
             if s["questions"]:
-                print(
+                yield (
                     f"{name} | {part} | {s['questions']} | {s['plan_exact']} | {s['steps_right']} | "
                     f"{s['placeholders_right']} | {s['chain_right']} | {s['update_right']}"
                 )
-        print(f"{name}: {r['model']}, {r['seconds']} s")
-    print(f"per-question rows: {args.workdir / 'steps-bench.json'}")
-    return 0
+        yield f"{name}: {r['model']}, {r['seconds']} s"
+    yield f"per-question rows: {report['rows_file']}"

@@ -12,7 +12,6 @@ request outcomes and latencies before and during the update.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import time
@@ -21,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from benchmarks.harness import publish
 from serving.load import PacedLoad, cycled_questions, warm_up
 
 TOKEN_ENV = "HOPRAG_BENCH_TOKEN"
@@ -50,7 +50,6 @@ def run_update_benchmark(args: argparse.Namespace) -> int:
     from ray import serve
 
     from hoprag.kg.index import KGIndex
-    from hoprag.machine import machine_description
     from serving.run import start_app, wait_until_ready
     from serving.settings import QAAppSettings
 
@@ -101,7 +100,6 @@ def run_update_benchmark(args: argparse.Namespace) -> int:
     load.stop()
     serve.shutdown()
     report = {
-        "machine": machine_description(),
         "index": str(args.index),
         "retriever": args.retriever,
         "documents": len(documents),
@@ -113,8 +111,7 @@ def run_update_benchmark(args: argparse.Namespace) -> int:
         "before": load.window(submitted - args.baseline_s, submitted),
         "during_update": load.window(submitted, submitted + live_after + args.after_s),
     }
-    (args.workdir / "update-bench.json").write_text(json.dumps(report, indent=1))
-    print(json.dumps(report) if args.json else json.dumps(report, indent=1))
+    publish("update", report, args)
     return 0 if job.get("live") else 1
 
 

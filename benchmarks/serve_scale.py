@@ -25,10 +25,13 @@ import argparse
 import json
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from benchmarks.harness import publish
 
 
 def _indexes(workdir: Path, triples: int) -> dict[str, Path]:
@@ -68,7 +71,6 @@ def _memory(deployment: str) -> dict[str, Any]:
 def run_scale_benchmark(args: argparse.Namespace) -> int:
     from ray import serve
 
-    from hoprag.machine import machine_description
     from serving.load import closed_loop, load_test_settings, warm_up
     from serving.run import start_app, wait_until_ready
 
@@ -105,26 +107,21 @@ def run_scale_benchmark(args: argparse.Namespace) -> int:
             serve.delete("hoprag")
     serve.shutdown()
     report = {
-        "machine": machine_description(),
         "concurrency": args.concurrency,
         "seconds": args.seconds,
         "results": results,
     }
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    (args.workdir / "serve-scale-bench.json").write_text(json.dumps(report, indent=1))
-    if args.json:
-        print(json.dumps(report))
-        return 0
-    print(
-        f"\n{report['machine']}; dense retriever, retrieve mode, {args.concurrency} clients, {args.seconds:g} s"
-    )
-    print(
-        "triples   variant  ready s  QA load s  QA peak MB  Retr. load s  Retr. peak MB  QPS   p50 ms  p99 ms"
-    )
-    for r in results:
-        print(
+    publish("serve-scale", report, args, table=_table)
+    return 0
+
+
+def _table(report: dict[str, Any]) -> Iterator[str]:
+    """The human-readable lines of ``hoprag bench serve --kg-triples``'s report."""
+    yield f"dense retriever, retrieve mode, {report['concurrency']} clients, {report['seconds']:g} s"
+    yield "triples   variant  ready s  QA load s  QA peak MB  Retr. load s  Retr. peak MB  QPS   p50 ms  p99 ms"
+    for r in report["results"]:
+        yield (
             f"{r['triples']:>8}  {r['variant']:<7} {r['ready_s']:>7} {r['qa']['load_seconds']:>10} "
             f"{r['qa']['peak_above_baseline_mb']:>11} {r['retriever']['load_seconds']:>13} "
             f"{r['retriever']['peak_above_baseline_mb']:>14} {r['qps']:>5} {r['p50_ms']:>8} {r['p99_ms']:>7}"
         )
-    return 0

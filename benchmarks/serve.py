@@ -25,11 +25,13 @@ import argparse
 import json
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from benchmarks.harness import publish
 from serving.load import closed_loop, cycled_questions, load_test_settings, percentile, warm_up
 
 
@@ -81,7 +83,6 @@ def run_stream_benchmark(args: argparse.Namespace) -> int:
     from ray import serve
 
     from hoprag.kg.index import KGIndex
-    from hoprag.machine import machine_description
     from serving.run import start_app, wait_until_ready
     from serving.settings import QAAppSettings
 
@@ -118,36 +119,35 @@ def run_stream_benchmark(args: argparse.Namespace) -> int:
             for key in ("first_event_ms", "first_stage_ms", "first_token_ms", "total_ms")
         }
     report = {
-        "machine": machine_description(),
         "index": str(args.index),
         "retriever": args.retriever,
         "llm": settings.llm.backend,
         "summary": summary,
         "results": results,
     }
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    (args.workdir / "serve-stream-bench.json").write_text(json.dumps(report, indent=1))
-    print(
-        f"\n{report['machine']}; retriever {args.retriever}; LLM {settings.llm.backend}; one request at a time"
-    )
-    print("mode       measure           p50 ms     max ms   n")
-    for mode, measures in summary.items():
-        for key, v in measures.items():
-            print(f"{mode:<10} {key:<16} {v['p50']:>8.1f} {v['max']:>10.1f}   {v['n']}")
+    publish("serve-stream", report, args, table=_stream_table)
     return 0
+
+
+def _stream_table(report: dict[str, Any]) -> Iterator[str]:
+    """The human-readable lines of ``hoprag bench serve --stream``'s report."""
+    yield f"retriever {report['retriever']}; LLM {report['llm']}; one request at a time"
+    yield "mode       measure           p50 ms     max ms   n"
+    for mode, measures in report["summary"].items():
+        for key, v in measures.items():
+            yield f"{mode:<10} {key:<16} {v['p50']:>8.1f} {v['max']:>10.1f}   {v['n']}"
 
 
 def run_serve_benchmark(args: argparse.Namespace) -> int:
     if args.stream:
         return run_stream_benchmark(args)
-    if args.kg_triples:  # the synthetic-KG scale benchmark (serving/scale_bench.py)
-        from serving.scale_bench import run_scale_benchmark
+    if args.kg_triples:  # the synthetic-KG scale benchmark (benchmarks/serve_scale.py)
+        from benchmarks.serve_scale import run_scale_benchmark
 
         return run_scale_benchmark(args)
     from ray import serve
 
     from hoprag.kg.index import KGIndex
-    from hoprag.machine import machine_description
     from serving.run import start_app, wait_until_ready
 
     questions = cycled_questions(KGIndex(args.index), args.questions)
@@ -199,32 +199,32 @@ def run_serve_benchmark(args: argparse.Namespace) -> int:
         serve.delete("hoprag")
     serve.shutdown()
     report = {
-        "machine": machine_description(),
         "index": str(args.index),
         "retriever": args.retriever,
+        "concurrency": args.concurrency,
         "seconds_per_config": args.seconds,
         "results": results,
     }
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    (args.workdir / "serve-bench.json").write_text(json.dumps(report, indent=1))
-    if args.json:
-        print(json.dumps(report))
-    else:
-        print(
-            f"\n{report['machine']}; retriever {args.retriever}; {args.concurrency} concurrent clients, "
-            f"{args.seconds:g} s per configuration"
-        )
-        print("config                 QPS     p50 ms   p95 ms   p99 ms   errors")
-        for r in results:
-            print(
-                f"{r['config']:<20} {r['qps']:>6} {r['p50_ms']:>9} {r['p95_ms']:>8} {r['p99_ms']:>8}   {r['errors'] or '-'}"
-            )
-        for auto in (r for r in results if "replicas_over_time" in r):
-            print(
-                f"autoscaling (s since warm-up began, Retriever replicas; load from {auto['load_starts_at_s']} s): "
-                + " ".join(f"{t}:{n}" for t, n in auto["replicas_over_time"])
-            )
+    publish("serve", report, args, table=_load_table)
     return 0
+
+
+def _load_table(report: dict[str, Any]) -> Iterator[str]:
+    """The human-readable lines of ``hoprag bench serve``'s report."""
+    yield (
+        f"retriever {report['retriever']}; {report['concurrency']} concurrent clients, "
+        f"{report['seconds_per_config']:g} s per configuration"
+    )
+    yield "config                 QPS     p50 ms   p95 ms   p99 ms   errors"
+    for r in report["results"]:
+        yield (
+            f"{r['config']:<20} {r['qps']:>6} {r['p50_ms']:>9} {r['p95_ms']:>8} {r['p99_ms']:>8}   {r['errors'] or '-'}"
+        )
+    for auto in (r for r in report["results"] if "replicas_over_time" in r):
+        yield (
+            f"autoscaling (s since warm-up began, Retriever replicas; load from {auto['load_starts_at_s']} s): "
+            + " ".join(f"{t}:{n}" for t, n in auto["replicas_over_time"])
+        )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -246,7 +246,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         nargs="*",
         default=None,
         help="instead: serve synthetic KGs of these many triples, before/after issue 17's vector search "
-        "(serving/scale_bench.py), e.g. --kg-triples 10000 1000000",
+        "(benchmarks/serve_scale.py), e.g. --kg-triples 10000 1000000",
     )
     p.add_argument("--variants", default="before,after", help="with --kg-triples: before, after or both")
     p.add_argument("--json", action="store_true")

@@ -20,31 +20,14 @@ import json
 import random
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hoprag.machine import machine_description
-
-
-def clustered_vectors(n: int, dim: int, seed: int, uniform: bool = False) -> np.ndarray:
-    """``n`` unit float32 vectors around ``n/50`` random centres (or uniform on the sphere)."""
-    rng = np.random.default_rng(seed)
-    out = np.empty((n, dim), dtype=np.float32)
-    centres = rng.standard_normal((max(1, n // 50), dim)).astype(np.float32)
-    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    for start in range(0, n, 65536):
-        stop = min(n, start + 65536)
-        noise = rng.standard_normal((stop - start, dim)).astype(np.float32)
-        if uniform:
-            block = noise
-        else:
-            # noise of norm ~1 around a unit centre: cosine to the centre ~0.7
-            block = centres[rng.integers(0, len(centres), stop - start)] + noise / np.sqrt(dim)
-        out[start:stop] = block / np.linalg.norm(block, axis=1, keepdims=True)
-    return out
+from benchmarks.harness import publish
+from indexing.synthetic_kg import clustered_vectors
 
 
 def _queries(data: np.ndarray, count: int, seed: int) -> np.ndarray:
@@ -323,33 +306,34 @@ def measure_bm25(n: int, queries: int) -> dict[str, Any]:
 
 def run_search_benchmark(args: argparse.Namespace) -> int:
     """Entry point of ``hoprag bench search``."""
-    result: dict[str, Any] = {"machine": machine_description(), "dim": args.dim, "ann": [], "bm25": []}
+    result: dict[str, Any] = {"dim": args.dim, "ann": [], "bm25": []}
     for n in args.sizes:
         result["ann"] += measure_ann(n, args.dim, args.queries, args.uniform, args.methods, args.nprobe)
     for n in args.bm25_sizes:
         result["bm25"].append(measure_bm25(n, args.queries))
         print(json.dumps(result["bm25"][-1]), flush=True)
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    (args.workdir / "search-bench.json").write_text(json.dumps(result, indent=1))
-    if args.json:
-        print(json.dumps(result))
-        return 0
-    print(f"\n{result['machine']}; {args.dim}-d, {'uniform' if args.uniform else 'clustered'} vectors")
-    print(
+    result["uniform"] = args.uniform
+    publish("search", result, args, table=_table)
+    return 0
+
+
+def _table(report: dict[str, Any]) -> Iterator[str]:
+    """The human-readable lines of ``hoprag bench search``'s report."""
+    yield f"{report['dim']}-d, {'uniform' if report['uniform'] else 'clustered'} vectors"
+    yield (
         f"{'n':>8}  {'method':<28} {'build s':>8} {'file MB':>8} {'open s':>7} {'recall@10':>9} {'p50 ms':>7} {'p99 ms':>7}"
     )
-    for r in result["ann"]:
-        print(
+    for r in report["ann"]:
+        yield (
             f"{r['n']:>8}  {r['method']:<28} {r['build_s']:>8} {r['file_mb']:>8} {r['open_s']:>7} "
             f"{r['recall@10']:>9} {r['p50_ms']:>7} {r['p99_ms']:>7}"
         )
-    for r in result["bm25"]:
-        print(
+    for r in report["bm25"]:
+        yield (
             f"BM25 {r['texts']} texts: build ours {r['ours_build_s']} s / bm25s {r['bm25s_build_s']} s; query p50 "
             f"ours {r['ours_query']['p50_ms']} ms / bm25s {r['bm25s_query']['p50_ms']} ms; top-10 overlap "
             f"{r['top10_overlap']}, max |score diff| {r['max_abs_score_diff']}"
         )
-    return 0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness import publish
+
 # T5 v1.0 encoder shapes (Raffel et al. 2020, Table 14): d_model, d_ff, layers, heads, d_kv.
 T5_SIZES: dict[str, tuple[int, int, int, int, int]] = {
     "tiny": (64, 128, 2, 2, 32),  # tests
@@ -76,12 +78,12 @@ def random_batches(
     count: int, batch_size: int, max_triplets: int, seed: int = 0, pad_to_multiple_of: int = 1
 ) -> tuple[list[Any], list[int]]:
     """``count`` collated batches of ``batch_size`` subgraphs of ``max_triplets`` triples each
-    (:func:`training.bench.random_training_batches`, the shipped GLM's tokenizer, the paper's
+    (:func:`benchmarks.train.random_training_batches`, the shipped GLM's tokenizer, the paper's
     question width), and every subgraph's token count."""
     from transformers import AutoTokenizer
 
+    from benchmarks.train import random_training_batches
     from hoprag.paths import PACKAGED_GLM
-    from training.bench import random_training_batches
 
     tokenizer = AutoTokenizer.from_pretrained(PACKAGED_GLM / "retriever" / "tokenizer")
     return random_training_batches(
@@ -155,7 +157,7 @@ def measure_step(
 
 
 def run_glm_step_benchmark(args: argparse.Namespace) -> int:
-    """Entry point of ``hoprag bench glm-step`` (also ``python -m training.step_bench``)."""
+    """Entry point of ``hoprag bench glm-step`` (also ``python -m benchmarks.glm_step``)."""
     import torch
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -212,7 +214,7 @@ def run_glm_step_benchmark(args: argparse.Namespace) -> int:
         label = f"{precision}, checkpointing {'on' if checkpointing else 'off'}"
         result["steps"][label + (", bias as before" if bias_as_before else "")] = step
         print(json.dumps({"setting": label, "bias_as_before": bias_as_before, **step}), flush=True)
-    print(json.dumps(result, indent=None if args.json else 2))
+    publish("glm-step", result, args)
     return 0
 
 
@@ -311,6 +313,6 @@ def _synchronize(device: str) -> None:
 
 
 if __name__ == "__main__":
-    cli = argparse.ArgumentParser(prog="python -m training.step_bench", description=__doc__.split("\n")[0])
+    cli = argparse.ArgumentParser(prog="python -m benchmarks.glm_step", description=__doc__.split("\n")[0])
     add_arguments(cli)
     raise SystemExit(run_glm_step_benchmark(cli.parse_args()))

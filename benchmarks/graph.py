@@ -10,11 +10,13 @@ other or a node, labels leaving the canvas, the font size once the canvas fits a
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import time
+from collections.abc import Iterator
 from typing import Any
+
+from benchmarks.harness import publish
 
 RELATIONS = (
     "directed by", "born in", "country of citizenship", "place of death", "spouse", "educated at",
@@ -108,19 +110,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_graph_benchmark(args: argparse.Namespace) -> int:
     """Print the readability table (or JSON) for each size."""
     results = {n: measure(n, args.answers, args.seed) for n in args.triples}
-    if args.json:
-        print(json.dumps(results))
-        return 0
-    print(
+    publish("graph", {"sizes": results}, args, table=_table)
+    return 0
+
+
+def _table(report: dict[str, Any]) -> Iterator[str]:
+    """``hoprag bench graph``'s report as a markdown table, one row per size and label mode."""
+    yield (
         "| triples | labels | nodes | label overlaps | labels over nodes | labels outside | edge labels hidden | "
         "fit scale | smallest font px | layout ms | labels ms |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for n, by_mode in results.items():
+    yield ("|---|---|---|---|---|---|---|---|---|---|---|")
+    for n, by_mode in report["sizes"].items():
         for mode, r in by_mode.items():
-            print(
+            yield (
                 f"| {n} | {mode} | {r['nodes']:.1f} | {r['label_overlaps']:.1f} | {r['labels_over_nodes']:.1f} | "
                 f"{r['labels_outside']:.1f} | {r['hidden_edge_labels']:.1f} | {r['fit_scale']:.2f} | {r['smallest_font_px']:.1f} | "
                 f"{r['layout_ms']:.1f} | {r['labels_ms']:.1f} |"
             )
-    return 0

@@ -17,9 +17,11 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import publish
 from evaluation.metrics import exact_match
 
 
@@ -43,7 +45,6 @@ def run_plan_benchmark(args: argparse.Namespace) -> int:
 
     from hoprag.config import load_config
     from hoprag.llm.factory import build_llm
-    from hoprag.machine import machine_description
     from hoprag.qa.builder import assemble_qa_system, load_components
     from hoprag.qa.config import QASettings
 
@@ -83,28 +84,17 @@ def run_plan_benchmark(args: argparse.Namespace) -> int:
             )
         results[name] = rows
     report = {
-        "machine": machine_description(),
         "index": str(args.index),
         "llm": components.llm.model_id,
         "max_steps": args.max_steps,
+        "question_count": len(questions),
+        "rows_file": str(args.workdir / "plan-rows.json"),
         "wall_s": round(time.perf_counter() - started, 1),
         "summary": [_summary(name, rows) for name, rows in results.items()],
     }
     args.workdir.mkdir(parents=True, exist_ok=True)
-    (args.workdir / "plan-bench.json").write_text(json.dumps({**report, "questions": results}, indent=1))
-    if args.json:
-        print(json.dumps(report))
-    else:
-        print(
-            f"{report['machine']}; LLM {report['llm']}; {len(questions)} questions; max_steps {args.max_steps}"
-        )
-        print("config              calls (max)   prompt tok  compl tok  latency s  EM     NEI    steps")
-        for s in report["summary"]:
-            print(
-                f"{s['config']:<18} {s['llm_calls']:>6} ({s['max_llm_calls']:>3}) {s['prompt_tokens']:>11} "
-                f"{s['completion_tokens']:>10} {s['latency_s']:>10} {s['exact_match']:>6} {s['not_enough_info']:>6} {s['steps']:>6}"
-            )
-        print(f"per-question rows: {args.workdir / 'plan-bench.json'}")
+    (args.workdir / "plan-rows.json").write_text(json.dumps({**report, "questions": results}, indent=1))
+    publish("plan", report, args, table=_table)
     return 0
 
 
@@ -117,3 +107,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, default=8)
     p.add_argument("--workdir", type=Path, default=Path("runs/bench-plan"))
     p.add_argument("--json", action="store_true")
+
+
+def _table(report: dict[str, Any]) -> Iterator[str]:
+    """The human-readable lines of ``hoprag bench plan``'s report."""
+    yield (f"LLM {report['llm']}; {report['question_count']} questions; max_steps {report['max_steps']}")
+    yield ("config              calls (max)   prompt tok  compl tok  latency s  EM     NEI    steps")
+    for s in report["summary"]:
+        yield (
+            f"{s['config']:<18} {s['llm_calls']:>6} ({s['max_llm_calls']:>3}) {s['prompt_tokens']:>11} "
+            f"{s['completion_tokens']:>10} {s['latency_s']:>10} {s['exact_match']:>6} {s['not_enough_info']:>6} {s['steps']:>6}"
+        )
+    yield (f"per-question rows: {report['rows_file']}")

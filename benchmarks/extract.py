@@ -47,7 +47,7 @@ import os
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
+from benchmarks.harness import publish
 from hoprag.config import StrictModel
 from hoprag.embedding import EmbedderConfig
 from hoprag.llm.factory import LLMBackendConfig
@@ -491,7 +492,6 @@ def run_extract_benchmark(args: argparse.Namespace) -> int:
     """Entry point of ``hoprag bench extract``: every selected system on the same documents, one table."""
     from hoprag.embedding import SentenceTransformerEmbedder
     from hoprag.llm.factory import build_llm
-    from hoprag.machine import machine_description
 
     config = build_config(args.benchmark, args.config, args.overrides, args.llm_config)
     names = list(args.systems or config.systems)
@@ -517,7 +517,6 @@ def run_extract_benchmark(args: argparse.Namespace) -> int:
     embedder = SentenceTransformerEmbedder(config.embedder)
     agreement = RelationAgreement(embedder.encode, config.relation_cosine)
     result: dict[str, Any] = {
-        "machine": machine_description(),
         # Machines are shared: the load before and after the run says how much the figures are worth.
         "load_average_1min": [round(os.getloadavg()[0], 2)],
         "benchmark": str(args.benchmark),
@@ -545,23 +544,24 @@ def run_extract_benchmark(args: argparse.Namespace) -> int:
     result["load_average_1min"].append(round(os.getloadavg()[0], 2))
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "extract-bench.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     with (workdir / "extract-bench-documents.jsonl").open("w", encoding="utf-8") as fh:
         for row in details:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print(f"machine: {result['machine']}")
-        print(
-            f"{result['documents']} documents of {args.benchmark} (filters: {docs.filters}); relation "
-            f"agreement: equal or MiniLM cosine >= {config.relation_cosine}; {result['total_seconds']} s in all; "
-            f"1-min load average before/after: {result['load_average_1min']}"
-        )
-        print(format_table(result))
-        print(f"per-document triples: {workdir / 'extract-bench-documents.jsonl'}")
+    result["documents_file"] = str(workdir / "extract-bench-documents.jsonl")
+    publish("extract", result, args, table=_table)
     return 0
 
 
 class BenchInputError(ValueError):
     """A benchmark, filter or system choice that cannot run (the CLI shows it as a user error)."""
+
+
+def _table(result: dict[str, Any]) -> Iterator[str]:
+    """The human-readable lines of ``hoprag bench extract``'s report."""
+    yield (
+        f"{result['documents']} documents of {result['benchmark']} (filters: {result['filters']}); relation "
+        f"agreement: equal or MiniLM cosine >= {result['relation_cosine']}; {result['total_seconds']} s in all; "
+        f"1-min load average before/after: {result['load_average_1min']}"
+    )
+    yield (format_table(result))
+    yield (f"per-document triples: {result['documents_file']}")
