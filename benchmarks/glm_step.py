@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.harness import publish
+from benchmarks.harness import publish, time_call
 
 # T5 v1.0 encoder shapes (Raffel et al. 2020, Table 14): d_model, d_ff, layers, heads, d_kv.
 T5_SIZES: dict[str, tuple[int, int, int, int, int]] = {
@@ -92,19 +92,17 @@ def random_batches(
 
 
 def matmul_peak_tflops(device: str, size: int = 8192, repeats: int = 10) -> float:
-    """TFLOP/s of a ``size``³ bf16 matrix product on ``device`` (mean of ``repeats`` after 3 warm-ups)."""
+    """TFLOP/s of a ``size``³ bf16 matrix product on ``device`` (median of ``repeats`` after 3 warm-ups)."""
     import torch
 
     a = torch.randn(size, size, device=device, dtype=torch.bfloat16)
     b = torch.randn(size, size, device=device, dtype=torch.bfloat16)
-    for _ in range(3):
+
+    def product() -> None:
         a @ b
-    _synchronize(device)
-    started = time.perf_counter()
-    for _ in range(repeats):
-        a @ b
-    _synchronize(device)
-    return 2 * size**3 * repeats / (time.perf_counter() - started) / 1e12
+        _synchronize(device)
+
+    return 2 * size**3 / time_call(product, warmup=3, repeat=repeats).median / 1e12
 
 
 def forward_flops(model: Any, batch: Any, precision: str, device: str) -> int:
