@@ -23,7 +23,8 @@ from hoprag.embedding import Embedder
 from hoprag.kg.index import KGIndex
 from hoprag.kg.tables import KIND_EQUIVALENT, triple_text
 from hoprag.paths import cache_dir
-from hoprag.planner.search import BM25, top_indices, weighted_rrf
+from hoprag.planner.search import BM25, top_indices
+from hoprag.retrieval.fusion import weighted_rrf
 from hoprag.text import normalize_entity
 from hoprag.vectorsearch import ExactSearch, VectorSearch
 

@@ -1,4 +1,5 @@
-"""Lexical and fused ranking used by the planner: BM25 and weighted reciprocal-rank fusion.
+"""Lexical ranking used by the planner: BM25 (its weighted reciprocal-rank fusion with dense ranking is
+:func:`hoprag.retrieval.fusion.weighted_rrf`).
 
 PAI-2 fuses a dense and a BM25 ranking by *rank*, not by score (the two score scales are not
 comparable): ``fused(d) = sum_i w_i / (c + rank_i(d))`` with ranks from 1 and ``c = 60``.
@@ -69,14 +70,3 @@ def top_indices(
         return []
     order = np.lexsort((candidates, -scores[candidates]))
     return candidates[order[:k]].tolist()
-
-
-def weighted_rrf(
-    rankings: Sequence[Sequence[int]], weights: Sequence[float], c: float = 60.0
-) -> list[tuple[int, float]]:
-    """Fuse best-first rankings: ``sum_i w_i / (c + rank)``; best first, ties by first appearance."""
-    fused: dict[int, float] = {}
-    for ranking, weight in zip(rankings, weights, strict=True):
-        for rank, item in enumerate(ranking, start=1):
-            fused[item] = fused.get(item, 0.0) + weight / (c + rank)
-    return sorted(fused.items(), key=lambda kv: -kv[1])

@@ -12,7 +12,8 @@ constant ``c = 60`` is that paper's, not a value fitted to any of our benchmarks
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from typing import TypeVar
 
 from hoprag.retrieval.base import RankedDocument, RetrievalQuery, RetrievalResult, Retriever
 
@@ -20,6 +21,25 @@ RRF_CONSTANT = 60
 # How deep each retriever's ranking is read: a document in one retriever's top k can be lifted by
 # the other's rank 11-20, which a cut at k would ignore.
 DEFAULT_FUSION_DEPTH = 20
+
+Item = TypeVar("Item", bound=Hashable)
+
+
+def weighted_rrf(
+    rankings: Sequence[Sequence[Item]], weights: Sequence[float] | None = None, constant: float = RRF_CONSTANT
+) -> list[tuple[Item, float]]:
+    """Every item of ``rankings`` (each best first) with its fused score ``sum_i w_i / (constant +
+    rank_i)`` over the rankings that hold it (rank from 1; ``weights`` default to 1 each), best
+    first. Equal scores keep the order in which items first appear, the first ranking's before the
+    second's, so the result is deterministic."""
+    if constant < 0:
+        raise ValueError(f"reciprocal rank fusion: constant must be >= 0, got {constant}")
+    weights = [1.0] * len(rankings) if weights is None else weights
+    fused: dict[Item, float] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        for rank, item in enumerate(ranking, start=1):
+            fused[item] = fused.get(item, 0.0) + weight / (constant + rank)
+    return sorted(fused.items(), key=lambda kv: -kv[1])
 
 
 def reciprocal_rank_fusion(
@@ -30,16 +50,9 @@ def reciprocal_rank_fusion(
 
     Equal scores keep the order in which the documents first appear, the first ranking's before the
     second's, so the result is deterministic."""
-    if constant < 0:
-        raise ValueError(f"reciprocal rank fusion: constant must be >= 0, got {constant}")
-    scores: dict[int, float] = {}
-    titles: dict[int, str] = {}
-    for ranking in rankings:
-        for rank, document in enumerate(ranking, start=1):
-            scores[document.doc_id] = scores.get(document.doc_id, 0.0) + 1.0 / (constant + rank)
-            titles.setdefault(document.doc_id, document.title)
-    best = sorted(scores, key=lambda doc_id: -scores[doc_id])[:k]
-    return [RankedDocument(doc_id, titles[doc_id], scores[doc_id]) for doc_id in best]
+    titles = {d.doc_id: d.title for ranking in reversed(rankings) for d in reversed(ranking)}
+    fused = weighted_rrf([[d.doc_id for d in ranking] for ranking in rankings], constant=constant)
+    return [RankedDocument(doc_id, titles[doc_id], score) for doc_id, score in fused[:k]]
 
 
 def fuse_results(results: Sequence[RetrievalResult], k: int, constant: int = RRF_CONSTANT) -> RetrievalResult:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hoprag.planner.search import BM25, weighted_rrf
+from hoprag.planner.search import BM25
 from hoprag.planner.traversal.base import ClueQuery
 from hoprag.planner.traversal.beam import BeamSearchTraversal
 from hoprag.planner.traversal.naive import NaiveTraversal
 from hoprag.planner.traversal.retriever import RetrieverTraversal
 from hoprag.planner.traversal.water_circles import WaterCirclesTraversal
 from hoprag.retrieval.dense import DenseRetriever
+from hoprag.retrieval.fusion import weighted_rrf
 
 
 def _query(kg, text: str, *seeds: str) -> ClueQuery:
