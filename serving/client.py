@@ -1,6 +1,6 @@
 """A small HTTP client for the QA route, with the retry policy production callers should use:
-retry connection failures, 503 (overloaded / not ready; honouring ``Retry-After``) and 502/504, with
-exponential backoff; never retry 4xx."""
+retry connection failures, 503 (overloaded / not ready; honouring ``Retry-After``, in seconds or as
+an HTTP date, up to ``max_retry_after_s``) and 502/504, with exponential backoff; never retry 4xx."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
+from hoprag.http_headers import retry_after_seconds
 
 RETRYABLE = {502, 503, 504}
 
@@ -26,6 +28,7 @@ class QAClient:
     timeout_s: float = 180.0
     retries: int = 3
     backoff_s: float = 0.5
+    max_retry_after_s: float = 30.0  # a server asking for a longer wait gets this much, then a retry
     retried: int = 0  # how many retries this client needed so far
 
     def ask(
@@ -52,7 +55,8 @@ class QAClient:
                 return r.json()
             if r.status_code in RETRYABLE and attempt < self.retries:
                 self.retried += 1
-                time.sleep(max(delay, float(r.headers.get("retry-after", 0) or 0)))
+                asked = retry_after_seconds(r.headers.get("retry-after")) or 0.0
+                time.sleep(max(delay, min(asked, self.max_retry_after_s)))
                 delay *= 2
                 continue
             try:

@@ -12,7 +12,6 @@ a per-prompt failure.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ from typing import Any, Literal, Self
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hoprag.http_headers import retry_after_seconds
 from hoprag.llm.base import (
     BackendSpec,
     ChatMessage,
@@ -431,7 +431,7 @@ class OpenAICompatibleLLM:
             return _Attempt(
                 reason=f"http_{status}",
                 retryable=True,
-                retry_after_s=_parse_retry_after(resp.headers.get("Retry-After")),
+                retry_after_s=retry_after_seconds(resp.headers.get("Retry-After")),
                 detail=_short(resp.text),
                 status=status,
             )
@@ -482,24 +482,6 @@ def _as_text(prompt: Prompt) -> str:
     if isinstance(prompt, list):
         return render_chat_as_completion(prompt)
     raise TypeError(f"prompt must be str or list of chat messages, got {type(prompt).__name__}")
-
-
-def _parse_retry_after(value: str | None) -> float | None:
-    """``Retry-After`` as seconds: either delta-seconds (fractions tolerated) or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
 
 
 def _short(text: str) -> str:

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
+from hoprag.http_headers import retry_after_seconds
 from hoprag.llm.base import (
     LLM,
     ChatMessage,
@@ -26,7 +27,7 @@ from hoprag.llm.base import (
     render_chat_as_completion,
     truncate_at_stop,
 )
-from hoprag.llm.openai_compat import OpenAICompatibleConfig, OpenAICompatibleLLM, _parse_retry_after
+from hoprag.llm.openai_compat import OpenAICompatibleConfig, OpenAICompatibleLLM
 from hoprag.llm.openai_server import OpenAIProtocolServer
 
 pytestmark = pytest.mark.timeout(60)
@@ -523,11 +524,13 @@ def test_config_validation() -> None:
 
 
 def test_parse_retry_after() -> None:
-    assert _parse_retry_after(None) is None
-    assert _parse_retry_after("3") == 3.0
-    assert _parse_retry_after("0.5") == 0.5
-    assert _parse_retry_after("garbage") is None
-    assert _parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+    assert retry_after_seconds(None) is None
+    assert retry_after_seconds("3") == 3.0
+    assert retry_after_seconds("0.5") == 0.5
+    assert retry_after_seconds("garbage") is None
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+    now = 1_445_412_470.0  # 10 s before that date
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=now) == pytest.approx(10.0)
 
 
 def test_truncate_helper_contract() -> None:
