@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import time
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hoprag.atomic import atomic_path
 from hoprag.kg.tables import EXTRACTION_CACHE
 from indexing.extract import ExtractionRecord
 
@@ -50,16 +50,9 @@ class ExtractionCache:
         """Persist one batch of records atomically; returns the shard path."""
         if not rows:
             return None
-        self.dir.mkdir(parents=True, exist_ok=True)
         name = f"part-{time.time_ns():020d}-{os.getpid()}.parquet"
-        fd, tmp = tempfile.mkstemp(prefix=".part-", suffix=".tmp", dir=self.dir)
-        os.close(fd)
-        try:
+        with atomic_path(self.dir / name) as tmp:
             pq.write_table(pa.Table.from_pylist(rows), tmp)
-            os.replace(tmp, self.dir / name)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
         return self.dir / name
 
     def compact(self, keep: set[str] | None = None) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from hoprag.atomic import atomic_write_json
 from hoprag.checkpoint_staging import checkpoint_staging
 from hoprag.lr_schedule import warmup_linear_factor
 from training.config import TrainConfig
@@ -367,9 +368,7 @@ def append_validation(run_dir: Path, step: int, epoch: int, metrics: dict[str, f
 
 def write_progress(run_dir: Path, step: int, total_steps: int, loss: float) -> None:
     """Atomically replace ``run_dir/progress.json`` (read by the driver's progress bar)."""
-    tmp = run_dir / f".{PROGRESS_FILE}.tmp"
-    tmp.write_text(json.dumps({"step": step, "total_steps": total_steps, "loss": loss}))
-    os.replace(tmp, run_dir / PROGRESS_FILE)
+    atomic_write_json(run_dir / PROGRESS_FILE, {"step": step, "total_steps": total_steps, "loss": loss})
 
 
 def read_progress(run_dir: Path) -> dict[str, Any] | None:

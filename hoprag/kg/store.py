@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hoprag.atomic import atomic_write_json
 from hoprag.kg.tables import FORMAT_VERSION, MANIFEST, SNAPSHOTS, KGTables, ann_file, embeddings_file
 
 VerifyMode = Literal["none", "fast", "full"]
@@ -85,18 +86,8 @@ def sampled_sha256(path: Path, chunks: int = SAMPLE_CHUNKS, chunk_bytes: int = S
 
 
 def write_json_atomic(path: Path, payload: Any) -> None:
-    """Write JSON via a temp file in the same directory and ``os.replace`` (readers never see half)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=2, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """Write JSON (indented, sorted keys) so that readers never see half (:mod:`hoprag.atomic`)."""
+    atomic_write_json(path, payload, indent=2, sort_keys=True)
 
 
 def _tables_to_files(tables: KGTables, out: Path, ann_min_rows: int | None = None) -> None:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import tempfile
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
+from hoprag.atomic import atomic_file
 from hoprag.embedding import Embedder
 from hoprag.kg.index import KGIndex
 from hoprag.kg.tables import KIND_EQUIVALENT, triple_text
@@ -111,11 +110,8 @@ class KnowledgeGraphView:
         logger.info("embedding %d triples of %s (cached afterwards)", self.index.num_triples, self.index.path)
         vectors = self.embedder.encode([self.triple_text(t) for t in range(self.index.num_triples)])
         vectors = np.asarray(vectors, dtype=np.float32).reshape(self.index.num_triples, self.embedder.dim)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npy")
-        with os.fdopen(fd, "wb") as fh:
+        with atomic_file(path, "wb") as fh:
             np.save(fh, vectors)
-        os.replace(tmp, path)
         return vectors
 
     @cached_property

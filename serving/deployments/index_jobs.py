@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import tempfile
 import time
 import uuid
 from collections import OrderedDict
@@ -24,6 +22,7 @@ from typing import Any
 
 from ray import serve
 
+from hoprag.atomic import atomic_file, atomic_write_json
 from serving.settings import QAAppSettings
 
 logger = logging.getLogger("ray.serve")
@@ -41,10 +40,7 @@ class TooManyJobsError(RuntimeError):
 
 
 def _write_json(path: Path, payload: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(payload, fh)
-    os.replace(tmp, path)
+    atomic_write_json(path, payload)
 
 
 def _failure_message(exc: BaseException) -> str:
@@ -146,11 +142,9 @@ class IndexJobs:
         """Queue an add of ``documents`` (``{"title", "text"}``); the upload is on disk on return."""
         job = self._new_job(index, "add", len(documents), [])
         payload = self._jobs_dir(index) / f"{job['job_id']}.jsonl"
-        tmp = payload.with_suffix(".jsonl.tmp")
-        with tmp.open("w", encoding="utf-8") as fh:
+        with atomic_file(payload) as fh:
             for doc in documents:
                 fh.write(json.dumps({"title": doc["title"], "text": doc["text"]}) + "\n")
-        os.replace(tmp, payload)
         return self._enqueue(job)
 
     def submit_delete(self, index: str, title: str) -> dict[str, Any]:

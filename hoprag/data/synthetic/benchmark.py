@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import random
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from hoprag.atomic import atomic_write_text
 
 from .config import SyntheticConfig
 from .documents import render_documents
@@ -200,17 +200,7 @@ def _dumps(obj: Any) -> str:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp creates the file private (0600); benchmark files are meant to be shared and shipped.
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, text, newline="\n")
 
 
 def write_benchmark(config: SyntheticConfig, out_dir: Path) -> SyntheticBenchmark:
