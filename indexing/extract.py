@@ -150,6 +150,8 @@ def _merge_passage(record: ExtractionRecord, passage: str, completion: Completio
     record.dropped.update(parsed.dropped)
     if parsed.status != "ok":
         record.dropped[f"passage_{parsed.status}"] += 1
+    if parsed.output_repaired:  # kept with the drop reasons: the cache's columns stay as they are
+        record.dropped["passage_json_repaired"] += 1
     seen = {(t[0].lower(), t[1].lower(), t[2].lower()) for t in record.triples}
     for t in parsed.triples:
         key = (t[0].lower(), t[1].lower(), t[2].lower())

@@ -85,7 +85,15 @@ class IndexSummary:
 
     def render(self) -> str:
         fails = ", ".join(f"{k}={v}" for k, v in sorted(self.statuses.items()) if k != "ok") or "none"
-        drops = ", ".join(f"{k}={v}" for k, v in self.dropped_triples.most_common()) or "none"
+        # "passage_*" entries count passages (no triples, unparseable, JSON repaired), not triples.
+        passage_counts = [(k, v) for k, v in self.dropped_triples.most_common() if k.startswith("passage_")]
+        drops = (
+            ", ".join(
+                f"{k}={v}" for k, v in self.dropped_triples.most_common() if not k.startswith("passage_")
+            )
+            or "none"
+        )
+        passages = ", ".join(f"{k.removeprefix('passage_')}={v}" for k, v in passage_counts) or "all parsed"
         problems = ", ".join(f"{k}={v}" for k, v in sorted(self.input_problems.items())) or "none"
         if self.graph_source:
             lines = [
@@ -101,6 +109,7 @@ class IndexSummary:
                 f"document failures   {fails}",
                 f"triples kept        {self.clean_triples} clean + {self.repaired_triples} repaired",
                 f"triples dropped     {drops}",
+                f"passage outputs     {passages}",
             ]
         lines += [
             f"input problems      {problems}",

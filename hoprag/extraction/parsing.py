@@ -4,6 +4,11 @@ LLM outputs are untrusted. Every triple that is dropped is counted under a reaso
 whose shape is recoverable are repaired first (counted separately): the embedded 270M model often
 splits the relation over several parts, e.g. ``(Juno Halleck | studied | at | Carrow College)``,
 or merges relation and object, e.g. ``(Ithva Ulmar | native of Quifen)``. A parse never raises.
+
+JSON answers that do not parse as they are (cut off at the token budget mid-row, a trailing
+comma, single quotes, a missing bracket) go through ``json-repair`` before the line parser: the
+complete rows of a cut-off answer are kept (its last, partial row falls to the usual part checks),
+and the result says the output was repaired (``OpenIEResult.output_repaired``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
+
+import json_repair
 
 from hoprag.text import normalize_entity
 
@@ -41,6 +48,8 @@ class OpenIEResult:
     dropped: Counter[str] = field(default_factory=Counter)
     """Dropped triples by reason (``two_parts``, ``ungrounded``, ``overlong``, ...)."""
     status: DocumentStatus = "ok"
+    output_repaired: bool = False
+    """The answer was JSON only after ``json-repair`` (cut off, trailing comma, single quotes, ...)."""
 
 
 def _clean_part(part: str) -> str:
@@ -116,12 +125,14 @@ def _check_triple(triple: Triple, norm_passage: str, passage: str) -> str | None
     return None
 
 
-def _candidate_tuples(text: str, output_format: str) -> list[list[str]] | None:
-    """Raw part lists from the output, or ``None`` when nothing triple-shaped is in it."""
+def _candidate_tuples(text: str, output_format: str) -> tuple[list[list[str]] | None, bool]:
+    """Raw part lists from the output (``None`` when nothing triple-shaped is in it), and whether
+    the JSON had to be repaired to read them: valid JSON first, then the line format, then JSON
+    repaired (so an answer whose JSON is hopeless but whose lines hold triples keeps them)."""
     if output_format == "json":
-        parsed = _json_triples(text)
+        parsed, _ = _json_triples(text, repair=False)
         if parsed is not None:
-            return parsed
+            return parsed, False
     tuples: list[list[str]] = []
     for line in text.splitlines():
         groups = _PAREN_GROUP.findall(line)
@@ -129,26 +140,43 @@ def _candidate_tuples(text: str, output_format: str) -> list[list[str]] | None:
             tuples.extend(g.split("|") for g in groups if "|" in g or "," in g)
         elif line.count("|") >= 1:
             tuples.append(line.strip().strip("()").split("|"))
-    return tuples or None
+    if tuples:
+        return tuples, False
+    if output_format == "json":
+        return _json_triples(text, repair=True)
+    return None, False
 
 
-def _json_triples(text: str) -> list[list[str]] | None:
-    start, end = text.find("{"), text.rfind("}")
-    candidates = []
-    if 0 <= start < end:
-        candidates.append(text[start : end + 1])
-    lstart, lend = text.find("["), text.rfind("]")
-    if 0 <= lstart < lend:
-        candidates.append(text[lstart : lend + 1])
-    for cand in candidates:
+def _json_value(text: str, opener: str, closer: str, repair: bool = True) -> tuple[object, bool]:
+    """The JSON value that starts at the first ``opener`` of ``text``: parsed as it is when the
+    span up to the last ``closer`` is valid JSON, else repaired (``json-repair``) from the opener
+    to the end (which keeps the complete rows of an answer cut off mid-row). ``(None, False)``
+    when there is no opener or nothing usable."""
+    start = text.find(opener)
+    if start < 0:
+        return None, False
+    end = text.rfind(closer)
+    if end > start:
         try:
-            obj = json.loads(cand)
-        except (json.JSONDecodeError, ValueError):
-            continue
+            return json.loads(text[start : end + 1]), False
+        except ValueError:
+            pass
+    if not repair:
+        return None, False
+    try:
+        value = json_repair.loads(text[start:])
+    except (ValueError, RecursionError):
+        return None, False
+    return (value, True) if isinstance(value, dict | list) and value else (None, False)
+
+
+def _json_triples(text: str, repair: bool) -> tuple[list[list[str]] | None, bool]:
+    for opener, closer in (("{", "}"), ("[", "]")):
+        obj, repaired = _json_value(text, opener, closer, repair)
         rows = obj.get("triples") if isinstance(obj, dict) else obj
         if isinstance(rows, list):
-            return [[str(p) for p in row] if isinstance(row, list) else [str(row)] for row in rows]
-    return None
+            return [[str(p) for p in row] if isinstance(row, list) else [str(row)] for row in rows], repaired
+    return None, False
 
 
 def parse_openie_output(text: str, passage: str, output_format: str = "lines") -> OpenIEResult:
@@ -157,7 +185,7 @@ def parse_openie_output(text: str, passage: str, output_format: str = "lines") -
     if not text.strip():
         result.status = "empty_output"
         return result
-    tuples = _candidate_tuples(text, output_format)
+    tuples, result.output_repaired = _candidate_tuples(text, output_format)
     if tuples is None:
         result.status = "unparseable"
         return result
@@ -216,11 +244,7 @@ def parse_entity_list(text: str, source: str, output_format: str = "lines") -> t
     dropped: Counter[str] = Counter()
     items: list[str] = []
     if output_format == "json":
-        start, end = text.find("{"), text.rfind("}")
-        try:
-            obj = json.loads(text[start : end + 1]) if 0 <= start < end else None
-        except (json.JSONDecodeError, ValueError):
-            obj = None
+        obj, _ = _json_value(text, "{", "}")
         if isinstance(obj, dict) and isinstance(obj.get("named_entities"), list):
             items = [str(x) for x in obj["named_entities"]]
     if not items:

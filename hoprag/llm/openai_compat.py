@@ -1,21 +1,20 @@
 """A backend that talks to any OpenAI-compatible HTTP endpoint (vLLM, llama.cpp server, OpenAI, ...).
 
-One HTTP request per prompt, sent concurrently from a small thread pool that shares one
-:class:`httpx.Client`. Threads rather than asyncio keep :meth:`OpenAICompatibleLLM.generate`
-callable from plain synchronous code (a Ray Data actor) and from inside a running event loop alike.
-
-Transient failures (429, 5xx, connection errors, timeouts) are retried with exponential backoff and
-jitter, honouring ``Retry-After``. A prompt that still fails comes back as a :class:`Completion` with
+The HTTP side is the official ``openai`` SDK's: one client per backend, its retries (429, 5xx,
+connection errors and timeouts, with exponential backoff and jitter, honouring ``Retry-After`` and
+``retry-after-ms``), timeouts, streaming and auth. hoprag keeps what is its own: one request per
+prompt sent concurrently from a small thread pool (threads rather than asyncio keep
+:meth:`OpenAICompatibleLLM.generate` callable from plain synchronous code, a Ray Data actor, and from
+inside a running event loop alike), the client-side cut at stop sequences, the counters, and the
+per-prompt error handling: a prompt that still fails comes back as a :class:`Completion` with
 ``finish_reason="error"`` and a short machine-readable ``error``; :meth:`generate` never raises for
 a per-prompt failure.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import random
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -24,10 +23,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, Self
 
-import httpx
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import openai
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from hoprag.http_headers import retry_after_seconds
 from hoprag.llm.base import (
     BackendSpec,
     ChatMessage,
@@ -41,6 +39,9 @@ from hoprag.llm.base import (
 from hoprag.llm.streaming import CancelToken, StopSequenceFilter, StreamItem
 
 logger = logging.getLogger(__name__)
+
+# Removes a header the SDK would send (``openai.omit``; older SDKs: an ``Omit()`` instance).
+_OMIT = getattr(openai, "omit", None) or openai.Omit()
 
 _BODY_SNIPPET_CHARS = 200
 
@@ -69,19 +70,14 @@ class OpenAICompatibleConfig(BaseModel):
     timeout_s: float = Field(
         default=60.0,
         gt=0,
-        description="httpx timeout in seconds, applied to connecting and to each read/write of a request.",
+        description="Timeout of each request in seconds (the openai SDK's `timeout`).",
     )
     max_retries: int = Field(
         default=4,
         ge=0,
-        description="Retries after the first attempt on 429, 5xx, connection errors and timeouts "
-        "(so at most max_retries + 1 requests per prompt). Other 4xx are never retried.",
-    )
-    backoff_initial_s: float = Field(
-        default=0.5, ge=0, description="Base delay before the first retry; doubles on each further retry."
-    )
-    backoff_max_s: float = Field(
-        default=20.0, ge=0, description="Upper bound on any retry delay, including one asked by Retry-After."
+        description="Retries after the first attempt on 408, 409, 429, 5xx, connection errors and timeouts "
+        "(the openai SDK's `max_retries`: backoff from 0.5 s doubling to 8 s, with jitter, or the wait "
+        "the server asks with Retry-After, up to the SDK's limit). Other 4xx are never retried.",
     )
     max_concurrency: int = Field(
         default=8, ge=1, description="Most requests in flight at once from this client instance."
@@ -97,6 +93,19 @@ class OpenAICompatibleConfig(BaseModel):
         description="Send at most this many stop sequences to the server (OpenAI's own API rejects more "
         "than 4). All stop sequences are still applied client-side. None sends them all.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_old_backoff_settings(cls, data: Any) -> Any:
+        """``backoff_initial_s`` / ``backoff_max_s`` set hoprag's own retry delays before the openai
+        SDK took over the retries; old configs still load, with a warning that they are ignored."""
+        if isinstance(data, dict) and {"backoff_initial_s", "backoff_max_s"} & data.keys():
+            data = {k: v for k, v in data.items() if k not in ("backoff_initial_s", "backoff_max_s")}
+            logger.warning(
+                "llm.openai.backoff_initial_s / backoff_max_s are ignored: retries are the openai SDK's "
+                "(max_retries; backoff 0.5 s doubling to 8 s, Retry-After honoured)"
+            )
+        return data
 
     @field_validator("base_url")
     @classmethod
@@ -125,13 +134,11 @@ class _NotStreamed(Exception):
 
 
 @dataclass
-class _Attempt:
-    """Outcome of one HTTP attempt: a completion, or a failure reason and whether to retry it."""
+class _Failure:
+    """Why a prompt failed once the SDK gave up: a machine-readable reason and what it tried."""
 
-    completion: Completion | None = None
-    reason: str | None = None
-    retryable: bool = False
-    retry_after_s: float | None = None
+    reason: str
+    attempts: int
     detail: str = ""
     status: int | None = None
 
@@ -144,23 +151,26 @@ class OpenAICompatibleLLM:
     :meth:`close`, to release the connection pool and worker threads.
     """
 
-    def __init__(self, config: OpenAICompatibleConfig, *, seed: int | None = None) -> None:
-        """Build the client; reads the API key from ``config.api_key_env`` now.
+    def __init__(self, config: OpenAICompatibleConfig, *, http_client: Any = None) -> None:
+        """Build the client; reads the API key from ``config.api_key_env`` now (no key: no
+        ``Authorization`` header, which is what local servers expect).
 
-        ``seed`` only seeds the retry jitter (handy for reproducible tests).
+        ``http_client``: the HTTP client the openai SDK should use (a proxy, custom TLS, or a mock
+        transport in tests); by default the SDK's own.
         """
         self.config = config
         api_key = os.environ.get(config.api_key_env) or None
-        headers = {"Content-Type": "application/json"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        self._client = httpx.Client(
-            headers=headers,
-            timeout=httpx.Timeout(config.timeout_s),
-            limits=httpx.Limits(
-                max_connections=config.max_concurrency,
-                max_keepalive_connections=config.max_concurrency,
-            ),
+        # The SDK insists on a key; without one it sends none when each request omits the header.
+        self._headers = None if api_key else {"Authorization": _OMIT}
+        self._client = openai.OpenAI(
+            base_url=config.base_url,
+            api_key=api_key or "none",
+            timeout=config.timeout_s,
+            max_retries=config.max_retries,
+            http_client=http_client,
+        )
+        self._endpoint: Any = (
+            self._client.chat.completions if config.prompt_style == "chat" else self._client.completions
         )
         endpoint = "chat/completions" if config.prompt_style == "chat" else "completions"
         self._url = f"{config.base_url}/{endpoint}"
@@ -168,7 +178,6 @@ class OpenAICompatibleLLM:
         self._pool = ThreadPoolExecutor(
             max_workers=config.max_concurrency, thread_name_prefix="openai-compat"
         )
-        self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._stats: dict[str, int] = {
             "prompts": 0,
@@ -198,10 +207,10 @@ class OpenAICompatibleLLM:
         """
         if self._closed:
             raise RuntimeError("OpenAICompatibleLLM is closed")
-        payloads = [self._payload(p, params) for p in prompts]
-        if not payloads:
+        requests = [self._request(p, params) for p in prompts]
+        if not requests:
             return []
-        futures = [self._pool.submit(self._complete_one, body, params.stop) for body in payloads]
+        futures = [self._pool.submit(self._complete_one, request, params.stop) for request in requests]
         return [f.result() for f in futures]
 
     def stream(
@@ -218,72 +227,53 @@ class OpenAICompatibleLLM:
         if self._closed:
             raise RuntimeError("OpenAICompatibleLLM is closed")
         token = cancel or CancelToken()
-        body = {**self._payload(prompt, params), "stream": True, "stream_options": {"include_usage": True}}
+        request = {**self._request(prompt, params), "stream": True, "stream_options": {"include_usage": True}}
         cut = StopSequenceFilter(params.stop)
-        usage: dict[str, Any] = {}
+        usage: Any = None
         server_reason: str | None = None
         started = time.monotonic()
         try:
-            with self._client.stream("POST", self._url, json=body) as resp:
-                remove = token.on_cancel(resp.close)  # unblocks a read waiting for the next token
-                try:
-                    if resp.status_code >= 300 or not resp.headers.get("content-type", "").startswith(
-                        "text/event-stream"
-                    ):
-                        resp.read()
-                        detail = f"http_{resp.status_code}: {_short(resp.text)}"
-                        raise _NotStreamed(detail)
-                    self._count(prompts=1, requests=1)  # a fallback below counts its own
-                    for line in resp.iter_lines():
-                        if token.cancelled or cut.stopped:
-                            break  # closing the response below tells the server to stop
-                        data = line[5:].strip() if line.startswith("data:") else ""
-                        if not data:
-                            continue
-                        if data == "[DONE]":
-                            break
-                        chunk = json.loads(data)
-                        usage = chunk.get("usage") or usage
-                        for choice in chunk.get("choices") or []:
-                            piece = (
-                                (choice.get("delta") or {}).get("content")
-                                if self.config.prompt_style == "chat"
-                                else choice.get("text")
-                            )
-                            server_reason = choice.get("finish_reason") or server_reason
-                            released = cut.feed(piece) if isinstance(piece, str) else ""
-                            if released:
-                                yield released
-                finally:
-                    remove()
-        except _NotStreamed as exc:
-            if cut.released:  # never: nothing is released before the status is known
-                raise
-            logger.warning("streaming from %s refused (%s); generating without streaming", self._url, exc)
-            completion = self._complete_one(self._payload(prompt, params), params.stop)
-            if completion.text:
-                yield completion.text
-            yield completion
+            stream = self._endpoint.create(**request)
+        except openai.APIError as exc:  # refused before any text: the ordinary way, with its retries
+            logger.warning(
+                "streaming from %s refused (%s); generating without streaming", self._url, _why(exc)
+            )
+            yield from self._unstreamed(prompt, params)
             return
-        except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            if token.cancelled:
-                yield Completion(text=cut.text, finish_reason="error", error="cancelled")
+        self._count(prompts=1, requests=1)
+        remove = token.on_cancel(stream.close)  # unblocks a read waiting for the next token
+        try:
+            if not stream.response.headers.get("content-type", "").startswith("text/event-stream"):
+                stream.close()
+                self._count(prompts=-1, requests=-1)  # the fallback counts its own
+                logger.warning("%s answered a streaming request without an event stream", self._url)
+                yield from self._unstreamed(prompt, params)
                 return
-            if not cut.released:
-                logger.warning("streaming from %s failed (%r); generating without streaming", self._url, exc)
-                completion = self._complete_one(self._payload(prompt, params), params.stop)
-                if completion.text:
-                    yield completion.text
-                yield completion
+            for chunk in stream:
+                if token.cancelled or cut.stopped:
+                    break  # closing the stream below tells the server to stop
+                usage = getattr(chunk, "usage", None) or usage
+                for choice in getattr(chunk, "choices", None) or []:
+                    delta = getattr(choice, "delta", None)
+                    piece = (
+                        getattr(delta, "content", None) if self.config.prompt_style == "chat" else choice.text
+                    )
+                    server_reason = getattr(choice, "finish_reason", None) or server_reason
+                    released = cut.feed(piece) if isinstance(piece, str) else ""
+                    if released:
+                        yield released
+        except Exception as exc:  # the SDK's, the transport's, or a malformed chunk
+            if token.cancelled:  # the connection closed under the read: a cancellation, not a failure
+                yield Completion(text=cut.text, finish_reason="error", error="cancelled")
                 return
             self._count(failed=1, failed_stream_broken=1)
             yield Completion(
-                text=cut.text,
-                finish_reason="error",
-                error="stream_broken",
-                metadata={"detail": _short(repr(exc))},
+                text=cut.text, finish_reason="error", error="stream_broken", metadata={"detail": _why(exc)}
             )
             return
+        finally:
+            remove()
+            stream.close()
         if token.cancelled:
             yield Completion(text=cut.text, finish_reason="error", error="cancelled")
             return
@@ -291,12 +281,13 @@ class OpenAICompatibleLLM:
         if tail:
             yield tail
         self._count(succeeded=1)
-        hit_stop = cut.stopped
-        finish: Literal["stop", "length"] = "length" if server_reason == "length" and not hit_stop else "stop"
+        finish: Literal["stop", "length"] = (
+            "length" if server_reason == "length" and not cut.stopped else "stop"
+        )
         yield Completion(
             text=cut.text,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             finish_reason=finish,
             metadata={
                 "server_finish_reason": server_reason,
@@ -304,6 +295,12 @@ class OpenAICompatibleLLM:
                 "latency_s": round(time.monotonic() - started, 4),
             },
         )
+
+    def _unstreamed(self, prompt: Prompt, params: GenerationParams) -> Iterator[StreamItem]:
+        completion = self._complete_one(self._request(prompt, params), params.stop)
+        if completion.text:
+            yield completion.text
+        yield completion
 
     # -- reporting / lifecycle ----------------------------------------------------------------
 
@@ -341,124 +338,110 @@ class OpenAICompatibleLLM:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _payload(self, prompt: Prompt, params: GenerationParams) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.config.model}
+    def _request(self, prompt: Prompt, params: GenerationParams) -> dict[str, Any]:
+        """The SDK ``create`` arguments of one prompt; ``extra_body`` travels as the SDK's
+        ``extra_body`` (merged into the JSON body, over the fields set here)."""
+        request: dict[str, Any] = {"model": self.config.model}
         if self.config.prompt_style == "chat":
-            body["messages"] = _as_messages(prompt)
+            request["messages"] = _as_messages(prompt)
         else:
-            body["prompt"] = _as_text(prompt)
-        body["max_tokens"] = params.max_new_tokens
-        body["temperature"] = params.temperature
+            request["prompt"] = _as_text(prompt)
+        request["max_tokens"] = params.max_new_tokens
+        request["temperature"] = params.temperature
         stop = [s for s in params.stop if s]
         if self.config.server_stop_limit is not None:
             stop = stop[: self.config.server_stop_limit]
         if stop:
-            body["stop"] = stop
-        body.update(self.config.extra_body)
-        return body
+            request["stop"] = stop
+        if self.config.extra_body:
+            request["extra_body"] = dict(self.config.extra_body)
+        if self._headers:
+            request["extra_headers"] = self._headers
+        return request
 
     def _count(self, **deltas: int) -> None:
         with self._lock:
             for k, d in deltas.items():
                 self._stats[k] = self._stats.get(k, 0) + d
 
-    def _complete_one(self, body: dict[str, Any], stop: Sequence[str]) -> Completion:
+    def _complete_one(self, request: dict[str, Any], stop: Sequence[str]) -> Completion:
         started = time.monotonic()
         self._count(prompts=1)
-        attempts = 0
-        while True:
-            attempts += 1
-            self._count(requests=1)
-            outcome = self._attempt(body, stop)
-            if outcome.completion is not None:
-                self._count(succeeded=1)
-                c = outcome.completion
-                c.metadata.update(attempts=attempts, latency_s=round(time.monotonic() - started, 4))
-                return c
-            assert outcome.reason is not None
-            if not outcome.retryable or attempts > self.config.max_retries:
-                self._count(failed=1, **{f"failed_{outcome.reason}": 1})
-                logger.warning(
-                    "request to %s failed (%s) after %d attempt(s)%s",
-                    self._url,
-                    outcome.reason,
-                    attempts,
-                    f": {outcome.detail}" if outcome.detail else "",
-                )
-                meta: dict[str, object] = {
-                    "attempts": attempts,
-                    "latency_s": round(time.monotonic() - started, 4),
-                }
-                if outcome.status is not None:
-                    meta["status"] = outcome.status
-                if outcome.detail:
-                    meta["detail"] = outcome.detail
-                return Completion(text="", finish_reason="error", error=outcome.reason, metadata=meta)
-            delay = self._retry_delay(attempts, outcome.retry_after_s)
-            self._count(retries=1)
-            logger.warning(
-                "retrying %s in %.2fs after %s (attempt %d of %d)",
-                self._url,
-                delay,
-                outcome.reason,
-                attempts,
-                self.config.max_retries + 1,
-            )
-            time.sleep(delay)
+        outcome = self._send(request, stop)
+        latency = round(time.monotonic() - started, 4)
+        if isinstance(outcome, Completion):
+            attempts = int(outcome.metadata.get("attempts", 1))
+            self._count(succeeded=1, requests=attempts, retries=attempts - 1)
+            outcome.metadata["latency_s"] = latency
+            return outcome
+        self._count(
+            failed=1,
+            requests=outcome.attempts,
+            retries=outcome.attempts - 1,
+            **{f"failed_{outcome.reason}": 1},
+        )
+        logger.warning(
+            "request to %s failed (%s) after %d attempt(s)%s",
+            self._url,
+            outcome.reason,
+            outcome.attempts,
+            f": {outcome.detail}" if outcome.detail else "",
+        )
+        meta: dict[str, object] = {"attempts": outcome.attempts, "latency_s": latency}
+        if outcome.status is not None:
+            meta["status"] = outcome.status
+        if outcome.detail:
+            meta["detail"] = outcome.detail
+        return Completion(text="", finish_reason="error", error=outcome.reason, metadata=meta)
 
-    def _retry_delay(self, attempts: int, retry_after_s: float | None) -> float:
-        cap = self.config.backoff_max_s
-        if retry_after_s is not None:
-            return min(max(retry_after_s, 0.0), cap)
-        base = min(cap, self.config.backoff_initial_s * 2.0 ** (attempts - 1))
-        # "Equal jitter": keeps at least half the backoff while de-synchronising many clients
-        # that were throttled at the same moment.
-        return base / 2 + self._rng.uniform(0, base / 2)
-
-    def _attempt(self, body: dict[str, Any], stop: Sequence[str]) -> _Attempt:
+    def _send(self, request: dict[str, Any], stop: Sequence[str]) -> Completion | _Failure:
+        """One prompt through the SDK (which retries what is worth retrying): its completion, or why
+        it failed. The SDK does not say how many attempts a failure took; for the failures it
+        retries, that is all of them."""
+        every_attempt = self.config.max_retries + 1
         try:
-            resp = self._client.post(self._url, json=body)
-        except httpx.TimeoutException as e:
-            return _Attempt(reason="timeout", retryable=True, detail=type(e).__name__)
-        except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as e:
-            return _Attempt(reason="connection_error", retryable=True, detail=_short(repr(e)))
-        except httpx.HTTPError as e:
-            # Local protocol misuse, unsupported scheme, undecodable body: retrying cannot help.
-            return _Attempt(reason="request_error", detail=_short(repr(e)))
-
-        status = resp.status_code
-        if status == 429 or status >= 500:
-            return _Attempt(
-                reason=f"http_{status}",
-                retryable=True,
-                retry_after_s=retry_after_seconds(resp.headers.get("Retry-After")),
-                detail=_short(resp.text),
-                status=status,
+            raw = self._endpoint.with_raw_response.create(**request)
+        except openai.APITimeoutError as exc:
+            return _Failure("timeout", every_attempt, type(exc).__name__)
+        except openai.APIConnectionError as exc:
+            return _Failure("connection_error", every_attempt, _why(exc))
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            retried = status in (408, 409, 429) or status >= 500
+            return _Failure(
+                f"http_{status}", every_attempt if retried else 1, _short(exc.response.text), status
             )
-        if status >= 300:
-            return _Attempt(reason=f"http_{status}", detail=_short(resp.text), status=status)
+        except openai.APIError as exc:  # an undecodable body, a response the SDK cannot read
+            return _Failure("bad_response", 1, _why(exc))
+        attempts = int(getattr(raw, "retries_taken", 0)) + 1
         try:
-            return _Attempt(completion=self._parse(resp.json(), stop))
-        except (ValueError, KeyError, IndexError, TypeError) as e:
-            # ValueError covers json.JSONDecodeError. A malformed 200 is a server bug rather than a
+            completion = self._parse(raw.parse(), stop)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            # ValueError covers a body that is not JSON. A malformed 200 is a server bug rather than a
             # transient fault, so it is reported, not retried.
-            return _Attempt(reason="bad_response", detail=_short(f"{e!r}; body={resp.text}"), status=status)
+            return _Failure(
+                "bad_response", attempts, _short(f"{exc!r}; body={raw.http_response.text}"), raw.status_code
+            )
+        completion.metadata["attempts"] = attempts
+        return completion
 
     def _parse(self, data: Any, stop: Sequence[str]) -> Completion:
-        choice = data["choices"][0]
-        text = choice["message"]["content"] if self.config.prompt_style == "chat" else choice["text"]
+        if isinstance(data, str | bytes):  # a 200 whose body is not JSON
+            raise ValueError("the response body is not JSON")
+        choice = data.choices[0]
+        text = choice.message.content if self.config.prompt_style == "chat" else choice.text
         if not isinstance(text, str):
             raise TypeError(f"completion text is {type(text).__name__}, not str")
-        usage = data.get("usage") or {}
-        prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        completion_tokens = int(usage.get("completion_tokens") or 0)
-        server_reason = choice.get("finish_reason")
+        usage = data.usage
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        server_reason = getattr(choice, "finish_reason", None)
         # Some servers ignore `stop` (or only honour the first few); cut again here.
         text, hit_stop = truncate_at_stop(text, stop)
         finish: Literal["stop", "length"] = "length" if server_reason == "length" and not hit_stop else "stop"
         meta: dict[str, object] = {"server_finish_reason": server_reason}
-        if isinstance(data.get("model"), str):
-            meta["server_model"] = data["model"]
+        if isinstance(getattr(data, "model", None), str):
+            meta["server_model"] = data.model
         return Completion(
             text=text,
             prompt_tokens=prompt_tokens,
@@ -482,6 +465,10 @@ def _as_text(prompt: Prompt) -> str:
     if isinstance(prompt, list):
         return render_chat_as_completion(prompt)
     raise TypeError(f"prompt must be str or list of chat messages, got {type(prompt).__name__}")
+
+
+def _why(exc: BaseException) -> str:
+    return _short(f"{type(exc).__name__}: {exc}")
 
 
 def _short(text: str) -> str:

@@ -35,8 +35,6 @@ def http_index_config(base_url: str, gcs_address: str, batch_size: int = 4, **op
         "prompt_style": "completion",
         "timeout_s": 10.0,
         "max_retries": 1,
-        "backoff_initial_s": 0.01,
-        "backoff_max_s": 0.05,
     }
     params.update(openai)
     return IndexConfig(

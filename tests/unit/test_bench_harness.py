@@ -43,7 +43,10 @@ def test_provenance_records_the_command_that_reruns_it() -> None:
     assert record["machine"] and record["hoprag"] and record["date"]
 
 
-def test_publish_prints_one_json_line_or_a_table_and_keeps_the_report(tmp_path: Path, capsys) -> None:
+def test_publish_prints_one_json_line_or_a_table_and_keeps_the_report(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.argv", ["hoprag", "bench", "serve", "--seconds", "5"])
     results = {"qps": 12.5}
     args = argparse.Namespace(json=True, workdir=tmp_path / "work")
     report = publish("serve", results, args, table=lambda r: [f"QPS {r['qps']}"])
@@ -53,7 +56,7 @@ def test_publish_prints_one_json_line_or_a_table_and_keeps_the_report(tmp_path: 
     assert json.loads((tmp_path / "work" / "serve-bench.json").read_text()) == report
     publish("serve", results, argparse.Namespace(json=False), table=lambda r: [f"QPS {r['qps']}"])
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("hoprag ") and out[-1] == "QPS 12.5"
+    assert out[0] == "hoprag bench serve --seconds 5" and out[-1] == "QPS 12.5"
 
 
 def test_every_benchmark_lives_in_benchmarks_under_its_command_name() -> None:

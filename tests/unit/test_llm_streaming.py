@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import random
 import time
+from typing import Any
 
-import httpx
 import pytest
 
 from hoprag.llm.base import Completion, GenerationParams, truncate_at_stop
@@ -15,6 +15,7 @@ from hoprag.llm.openai_server import OpenAIProtocolServer
 from hoprag.llm.streaming import CancelToken, StopSequenceFilter, collect, stream_completion
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
 from hoprag.planner.parsing import answer_text_so_far, parse_answer
+from tests.support.openai_sdk import mock_http_client, sdk_http
 from tests.support.planner_llm import Rule, ScriptedPlannerLLM
 from tests.support.streaming_llm import StreamingWrapper
 
@@ -56,7 +57,7 @@ def test_a_backend_without_streaming_gives_one_delta_with_the_whole_completion()
     assert deltas == ["Carl Boese"] and completion.text == "Carl Boese" and completion.completion_tokens == 2
 
 
-def _client(base_url: str, style: str) -> OpenAICompatibleLLM:
+def _client(base_url: str, style: str, http_client: Any = None) -> OpenAICompatibleLLM:
     return OpenAICompatibleLLM(
         OpenAICompatibleConfig(
             base_url=base_url,
@@ -64,9 +65,9 @@ def _client(base_url: str, style: str) -> OpenAICompatibleLLM:
             prompt_style=style,  # type: ignore[arg-type]
             api_key_env="HOPRAG_TEST_NO_SUCH_KEY",
             timeout_s=5,
-            backoff_initial_s=0.01,
             max_retries=1,
-        )
+        ),
+        http_client=http_client,
     )
 
 
@@ -132,16 +133,17 @@ def test_a_cancel_token_stops_a_stream_blocked_waiting_for_the_next_token() -> N
 
 
 def test_a_server_that_cannot_stream_gets_an_ordinary_request() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
+    http = sdk_http()
+
+    def handler(request: Any) -> Any:
         import json
 
         body = json.loads(request.content)
         if body.get("stream"):
-            return httpx.Response(400, json={"error": {"message": "no streaming"}})
-        return httpx.Response(200, json={"choices": [{"text": "Carl Boese", "finish_reason": "stop"}]})
+            return http.Response(400, json={"error": {"message": "no streaming"}})
+        return http.Response(200, json={"choices": [{"text": "Carl Boese", "finish_reason": "stop"}]})
 
-    client = _client("http://test/v1", "completion")
-    client._client = httpx.Client(transport=httpx.MockTransport(handler))
+    client = _client("http://test/v1", "completion", http_client=mock_http_client(handler))
     deltas, completion = collect(client.stream(ANSWER_PROMPT, GenerationParams()))
     assert deltas == ["Carl Boese"] and completion.ok and completion.text == "Carl Boese"
 

@@ -113,3 +113,29 @@ def test_many_parts_without_a_capitalized_object_fall_back_to_the_last_grounded_
     r = parse_openie_output("(Skigel fever | is | associated with | the | gene THAGAM13)", passage)
     assert r.triples == [("Skigel fever", "is associated with the", "gene THAGAM13")]
     assert r.repaired == 1
+
+
+def test_a_json_answer_cut_off_mid_row_keeps_its_complete_rows():
+    cut = (
+        '{"named_entities": ["Juno Halleck"], "triples": [["Juno Halleck", "studied at", "Carrow College"], '
+        '["The Salt Ledger", "released in", "1987"], ["Ithva Ulmar", "native of'
+    )
+    r = parse_openie_output(cut, PASSAGE, "json")
+    assert r.triples == [
+        ("Juno Halleck", "studied at", "Carrow College"),
+        ("The Salt Ledger", "released in", "1987"),
+    ]
+    assert r.output_repaired and r.status == "ok"
+    assert sum(r.dropped.values()) == 1  # the partial last row, dropped by the usual part checks
+
+
+def test_trailing_commas_and_single_quotes_are_repaired():
+    out = "{'triples': [['Juno Halleck', 'studied at', 'Carrow College'],], }"
+    r = parse_openie_output(out, PASSAGE, "json")
+    assert r.triples == [("Juno Halleck", "studied at", "Carrow College")] and r.output_repaired
+    valid = parse_openie_output(
+        '{"triples": [["Juno Halleck", "studied at", "Carrow College"]]}', PASSAGE, "json"
+    )
+    assert valid.triples == r.triples and not valid.output_repaired
+    mentions, _ = parse_entity_list("{'named_entities': ['The Salt Ledger',", PASSAGE, "json")
+    assert mentions == ["The Salt Ledger"]
