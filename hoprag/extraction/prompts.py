@@ -64,6 +64,25 @@ _OPENIE_INSTRUCTION = (
 _NER_INSTRUCTION = "List the named entities the question mentions, separated by ';'."
 
 
+# What the JSON (chat) prompts ask for, as JSON schemas a backend can constrain decoding to.
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+OPENIE_JSON_SCHEMA = json.dumps(
+    {
+        "type": "object",
+        "properties": {
+            "named_entities": _STRINGS,
+            "triples": {"type": "array", "items": {**_STRINGS, "minItems": 3, "maxItems": 3}},
+        },
+        "required": ["named_entities", "triples"],
+    },
+    sort_keys=True,
+)
+NER_JSON_SCHEMA = json.dumps(
+    {"type": "object", "properties": {"named_entities": _STRINGS}, "required": ["named_entities"]},
+    sort_keys=True,
+)
+
+
 def _triple_line(t: tuple[str, str, str]) -> str:
     return f"({t[0]} | {t[1]} | {t[2]})"
 
@@ -110,7 +129,8 @@ def openie_prompt(
         },
         {"role": "user", "content": f"Passage: {passage}"},
     ]
-    return PromptSpec(messages, GenerationParams(max_new_tokens * 2, 0.0, (), task=TASK_OPENIE), "json")
+    params = GenerationParams(max_new_tokens * 2, 0.0, (), json_schema=OPENIE_JSON_SCHEMA, task=TASK_OPENIE)
+    return PromptSpec(messages, params, "json")
 
 
 def ner_prompt(text: str, style: PromptStyle, max_new_tokens: int = 48, student: bool = False) -> PromptSpec:
@@ -136,7 +156,8 @@ def ner_prompt(text: str, style: PromptStyle, max_new_tokens: int = 48, student:
         {"role": "assistant", "content": json.dumps({"named_entities": ents})},
         {"role": "user", "content": text},
     ]
-    return PromptSpec(messages, GenerationParams(max_new_tokens * 2, 0.0, (), task=TASK_NER), "json")
+    params = GenerationParams(max_new_tokens * 2, 0.0, (), json_schema=NER_JSON_SCHEMA, task=TASK_NER)
+    return PromptSpec(messages, params, "json")
 
 
 def last_block(prompt: str, head: str, tail: str) -> str | None:

@@ -39,6 +39,10 @@ class GenerationParams:
     past :data:`MAX_LINE_CHARS` or :data:`MAX_LINE_SEPARATORS` (small models loop on list outputs, e.g. ``(X | in 1922 | in 1922 | ...``;
     in a batch one looping row would otherwise hold every row until ``max_new_tokens``).
     Backends without such control may ignore it; list parsers drop or de-duplicate such lines."""
+    json_schema: str | None = None
+    """The JSON schema (serialized) an answer to a JSON prompt follows. A backend that can constrain
+    decoding to it does (an OpenAI-compatible endpoint's ``response_format``); others ignore it and
+    the parser reads (and repairs) what comes."""
     task: str | None = None
     """The pipeline task the prompt belongs to (``openie``, ``ner``, ``answer``, ``plan``, ``update``,
     ``judge``, ...; set by the prompt builders). A backend serving a distilled student applies its

@@ -13,6 +13,7 @@ a per-prompt failure.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -86,6 +87,12 @@ class OpenAICompatibleConfig(BaseModel):
         default_factory=dict,
         description="Extra JSON fields merged into every request body (e.g. {'top_k': 1} for vLLM). "
         "They override the fields this client sets itself.",
+    )
+    structured_output: bool = Field(
+        default=True,
+        description="Send the JSON schema of JSON prompts (extraction, entities) as response_format "
+        "(json_schema), so servers that support it constrain decoding to it. An endpoint that refuses it "
+        "is asked again without, once per client, with a warning.",
     )
     server_stop_limit: int | None = Field(
         default=None,
@@ -187,6 +194,7 @@ class OpenAICompatibleLLM:
             "retries": 0,
         }
         self._closed = False
+        self._structured = config.structured_output  # off once the endpoint refuses response_format
 
     # -- LLM protocol -------------------------------------------------------------------------
 
@@ -357,6 +365,11 @@ class OpenAICompatibleLLM:
             request["extra_body"] = dict(self.config.extra_body)
         if self._headers:
             request["extra_headers"] = self._headers
+        if params.json_schema and self._structured:
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": params.task or "answer", "schema": json.loads(params.json_schema)},
+            }
         return request
 
     def _count(self, **deltas: int) -> None:
@@ -399,8 +412,19 @@ class OpenAICompatibleLLM:
         it failed. The SDK does not say how many attempts a failure took; for the failures it
         retries, that is all of them."""
         every_attempt = self.config.max_retries + 1
+        if "response_format" in request and not self._structured:  # refused since it was prepared
+            request = {k: v for k, v in request.items() if k != "response_format"}
         try:
             raw = self._endpoint.with_raw_response.create(**request)
+        except openai.BadRequestError as exc:
+            if "response_format" not in request:
+                return _Failure("http_400", 1, _short(exc.response.text), 400)
+            # Refused with the schema: asked again without. Only when that works was the schema the
+            # problem (a 400 for another reason, e.g. a prompt too long, fails again the same way).
+            outcome = self._send({k: v for k, v in request.items() if k != "response_format"}, stop)
+            if isinstance(outcome, Completion):
+                self._refuse_structured_output(exc)
+            return outcome
         except openai.APITimeoutError as exc:
             return _Failure("timeout", every_attempt, type(exc).__name__)
         except openai.APIConnectionError as exc:
@@ -424,6 +448,20 @@ class OpenAICompatibleLLM:
             )
         completion.metadata["attempts"] = attempts
         return completion
+
+    def _refuse_structured_output(self, exc: openai.APIStatusError) -> None:
+        """Stop sending ``response_format`` to an endpoint that refused it (said once)."""
+        with self._lock:
+            first, self._structured = self._structured, False
+            self._stats["structured_output_refused"] = self._stats.get("structured_output_refused", 0) + 1
+        if first:
+            logger.warning(
+                "%s refused response_format (HTTP %s: %s); sending JSON prompts without a schema from now on "
+                "(llm.openai.structured_output=false stops trying)",
+                self._url,
+                exc.status_code,
+                _short(exc.response.text),
+            )
 
     def _parse(self, data: Any, stop: Sequence[str]) -> Completion:
         if isinstance(data, str | bytes):  # a 200 whose body is not JSON

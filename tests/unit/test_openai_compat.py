@@ -536,3 +536,63 @@ def test_parse_retry_after() -> None:
 def test_truncate_helper_contract() -> None:
     # The client relies on this behaviour of the shared helper.
     assert truncate_at_stop("a\nb", ["\n"]) == ("a", True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Structured output (response_format with the prompt's JSON schema)
+# ---------------------------------------------------------------------------------------------
+
+
+def _json_spec() -> tuple[list[ChatMessage], GenerationParams]:
+    from hoprag.extraction.prompts import openie_prompt
+
+    spec = openie_prompt("Oriel Fane directed The Salt Ledger.", "chat")
+    assert spec.output_format == "json" and spec.params.json_schema
+    return spec.prompt, spec.params  # type: ignore[return-value]
+
+
+def test_json_prompts_send_their_schema_as_response_format() -> None:
+    prompt, params = _json_spec()
+    with (
+        ScriptedServer(
+            lambda body, n: ok_reply('{"named_entities": [], "triples": []}', style="chat")
+        ) as srv,
+        _client(srv.base_url, "chat") as client,
+    ):
+        (c,) = client.generate([prompt], params)
+        client.generate(["plain"], GenerationParams())
+    assert c.ok
+    sent = srv.requests[0][1]["response_format"]
+    assert sent["type"] == "json_schema" and sent["json_schema"]["name"] == "openie"
+    assert sent["json_schema"]["schema"] == json.loads(params.json_schema or "")
+    assert "response_format" not in srv.requests[1][1]  # a prompt without a schema sends none
+
+
+def test_an_endpoint_that_rejects_response_format_falls_back_once_and_says_so(caplog) -> None:
+    prompt, params = _json_spec()
+
+    def script(body: dict[str, Any], n: int) -> Reply:
+        if "response_format" in body:
+            return Reply(400, {"error": {"message": "response_format is not supported"}})
+        return ok_reply('{"named_entities": [], "triples": []}', style="chat")
+
+    with ScriptedServer(script) as srv, _client(srv.base_url, "chat", max_concurrency=1) as client:
+        first = client.generate([prompt, prompt], params)
+        second = client.generate([prompt], params)
+    assert all(c.ok for c in [*first, *second])
+    with_schema = [b for _, b in srv.requests if "response_format" in b]
+    assert len(with_schema) == 1 and len(srv.requests) == 4  # refused once, then never sent again
+    assert client.stats["structured_output_refused"] == 1
+    assert sum("refused response_format" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_400_for_another_reason_keeps_structured_output_on() -> None:
+    prompt, params = _json_spec()
+    with (
+        ScriptedServer(lambda body, n: Reply(400, {"error": {"message": "prompt too long"}})) as srv,
+        _client(srv.base_url, "chat") as client,
+    ):
+        (c,) = client.generate([prompt], params)
+        assert c.error == "http_400" and len(srv.requests) == 2  # with the schema, then without
+        client.generate([prompt], params)
+    assert "response_format" in srv.requests[2][1] and "structured_output_refused" not in client.stats
