@@ -43,7 +43,7 @@ def atomic_file(
     path: str | os.PathLike[str], mode: str = "w", encoding: str | None = "utf-8", newline: str | None = None
 ) -> Iterator[IO[Any]]:
     """An open temp file beside ``path`` (``mode`` ``"w"`` or ``"wb"``); on a clean exit it is
-    flushed, fsynced and replaces ``path``."""
+    closed, then fsynced and put in place by :func:`atomic_path`."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_file writes a whole file: mode 'w' or 'wb', not {mode!r}")
     with atomic_path(path) as tmp:
@@ -52,8 +52,6 @@ def atomic_file(
             tmp, mode, encoding=None if binary else encoding, newline=None if binary else newline
         ) as fh:
             yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, newline: str | None = None) -> None:
