@@ -18,6 +18,9 @@ from hoprag.ray_worker_setup import without_state_api
 
 logger = logging.getLogger(__name__)
 
+# Nice value of a local cluster's worker processes (Ray's own default is 15; see start_local_ray).
+LOCAL_WORKER_NICENESS = 0
+
 # The GCS address of the local cluster this process started (it ends with this process), if any.
 _started_here: str | None = None
 
@@ -84,6 +87,13 @@ def start_local_ray(
     ``ray start --head`` on the same machine: its GCS and metrics ports are random (as in any
     ``ray.init``), and so is its dashboard agent's HTTP port, which ``ray.init`` would otherwise
     bind at 52365 — the port a head's job server needs (see :func:`_agent_on_a_free_port`).
+
+    Its workers run at the priority of the process that started it. Ray starts workers at nice 15
+    so that on a dedicated node they never delay its raylet; on a machine shared with other work
+    (a laptop, a CI runner, a dev box) that hands the CPU to every other busy process: beside two
+    CPU-bound processes on 2 cores, a Serve app's proxy misses its 5 s ready check and its replicas
+    had not started after 8 minutes. A local cluster is this process's own work, so it competes
+    as this process does.
     """
     import ray
 
@@ -95,6 +105,7 @@ def start_local_ray(
             object_store_memory=object_store_memory_mb * 1024**2,
             include_dashboard=include_dashboard,
             log_to_driver=log_to_driver,
+            _system_config={"worker_niceness": LOCAL_WORKER_NICENESS},
         )
     global _started_here
     _started_here = ray.get_runtime_context().gcs_address

@@ -38,6 +38,28 @@ def wait_until_ready(base_url: str, timeout_s: float = 600.0, progress: bool = T
 APP_NAME = "hoprag"
 
 
+def start_serve(host: str = "127.0.0.1", port: int = 8000) -> None:
+    """``serve.start`` on the connected cluster, tolerant of a slow proxy start.
+
+    Ray Serve's controller kills an HTTP proxy that is not ready within its first ready check
+    (``RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S``, 5 s) and starts another with a longer limit; but
+    ``serve.start`` waits on the first proxy only and raises ``ActorDiedError`` for it. On a busy
+    machine (a proxy imports uvicorn and FastAPI) that happens although Serve comes up fine.
+    Starting again connects to the running controller, whose replacement proxy then comes up;
+    callers wait for the app's ``/readyz`` anyway.
+    """
+    import ray
+    from ray import serve
+
+    try:
+        serve.start(http_options={"host": host, "port": port})
+    except ray.exceptions.ActorDiedError as exc:
+        if "ProxyActor" not in str(exc):
+            raise
+        print("the Serve HTTP proxy was slow to start and was replaced; waiting for the new one", flush=True)
+        serve.start(http_options={"host": host, "port": port})
+
+
 def start_app(settings: QAAppSettings, host: str = "127.0.0.1", port: int = 8000) -> str:
     """Deploy the app on the connected (or a new local) Ray cluster; returns its base URL."""
     from ray import serve
@@ -48,7 +70,7 @@ def start_app(settings: QAAppSettings, host: str = "127.0.0.1", port: int = 8000
 
     init_ray()
     route_framework_logs()  # ray.serve's console handler, set up when Serve was imported
-    serve.start(http_options={"host": host, "port": port})
+    start_serve(host, port)
     serve.run(build_app(settings), name=APP_NAME, route_prefix="/", blocking=False)
     return f"http://{host}:{port}"
 

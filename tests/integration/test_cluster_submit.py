@@ -49,6 +49,10 @@ def ray_head(tmp_path_factory, ray_cluster) -> Iterator[dict]:
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN": token,
         "RAY_USAGE_STATS_ENABLED": "0",
+        # This head shares a CI machine with other work: its workers (the jobs' Ray Data actors and
+        # Ray Train workers) compete at normal priority, as hoprag's local clusters' do; Ray's
+        # default (nice 15, for dedicated nodes) starves them beside any busy process.
+        "RAY_worker_niceness": "0",
     }
     env.pop("RAY_ADDRESS", None)
     taken: set[int] = set()

@@ -73,3 +73,27 @@ def test_every_worker_of_a_local_cluster_runs_hoprags_setup_without_a_runtime_en
     assert ray.get(with_its_own_runtime_env.remote()) == (logging.ERROR, "1")
     assert ray.get_runtime_context().runtime_env == {}
     assert not any("SETUP_HOOK" in name for name in os.environ)
+
+
+def test_a_local_clusters_workers_run_at_the_starting_processes_priority(ray_cluster) -> None:
+    """Ray's default worker nice value (15) would hand the CPU to any other busy process on the
+    machine; a local cluster's tasks and actors run at the nice value of the process that started it."""
+    import os
+
+    import psutil
+    import ray
+
+    @ray.remote(num_cpus=0)
+    def nice_value() -> int:
+        return psutil.Process().nice()
+
+    @ray.remote(num_cpus=0)
+    class Probe:
+        def nice_value(self) -> int:
+            return psutil.Process().nice()
+
+    own = os.nice(0)
+    probe = Probe.remote()
+    assert ray.get(nice_value.remote(), timeout=120) == own
+    assert ray.get(probe.nice_value.remote(), timeout=120) == own
+    ray.kill(probe)

@@ -50,7 +50,7 @@ def setup(ray_cluster, tmp_path_factory, embedder) -> Iterator[dict]:
     from ray import serve
 
     from serving.builder import build_app
-    from serving.run import wait_until_ready
+    from serving.run import start_serve, wait_until_ready
 
     root = tmp_path_factory.mktemp("served-vs-evaluated")
     # Index-time NER by another model: the stored links are no cache for the served LLM.
@@ -83,7 +83,7 @@ def setup(ray_cluster, tmp_path_factory, embedder) -> Iterator[dict]:
             }
         )
         port = pick_free_port()
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        start_serve("127.0.0.1", port)
         base = f"http://127.0.0.1:{port}"
         serve.run(build_app(settings), name="hoprag", route_prefix="/", blocking=False)
         try:

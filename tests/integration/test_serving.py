@@ -94,14 +94,14 @@ def served(ray_cluster, tmp_path_factory, embedder, scripted_llm_server) -> Iter
     from ray import serve
 
     from serving.builder import build_app
-    from serving.run import wait_until_ready
+    from serving.run import start_serve, wait_until_ready
 
     server, _ = scripted_llm_server
     root = tmp_path_factory.mktemp("serving")
     index = write_film_index(root / "index", embedder)
     retriever = write_tiny_glm(root / "glm" / "retriever")
     port = pick_free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    start_serve("127.0.0.1", port)
     base = f"http://127.0.0.1:{port}"
     # The QA replica waits up to 300 s before loading: far longer than serve.run takes to return, even
     # on a busy machine (where it took up to ~20 s). Once its first /readyz is seen (and the second app

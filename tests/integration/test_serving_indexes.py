@@ -52,7 +52,7 @@ def app(ray_cluster, tmp_path_factory, synthetic_corpus, rule_server) -> Iterato
     from ray import serve
 
     from serving.builder import build_app
-    from serving.run import wait_until_ready
+    from serving.run import start_serve, wait_until_ready
 
     root = tmp_path_factory.mktemp("served-indexes")
     config = http_index_config(rule_server.base_url, ray_cluster)
@@ -77,7 +77,7 @@ def app(ray_cluster, tmp_path_factory, synthetic_corpus, rule_server) -> Iterato
         }
     )
     port = pick_free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    start_serve("127.0.0.1", port)
     base = f"http://127.0.0.1:{port}"
     serve.run(build_app(settings), name="indexes", route_prefix="/", blocking=False)
     wait_until_ready(base, timeout_s=300, progress=False)
