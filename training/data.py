@@ -23,6 +23,7 @@ import numpy as np
 
 from training.config import TrainConfig
 from training.families import family_of
+from training.question_vectors import PrecomputedQuestionEmbedder, question_embedder_config
 from training.trainset import SourceInfo, TrainDataError, TrainSet
 
 # -- the epoch plan (pure) -------------------------------------------------------------------
@@ -148,22 +149,24 @@ def examples_from_columns(batch: dict[str, Any], config: TrainConfig) -> list[An
 class SubgraphEncoder:
     """Ray Data ``map_batches`` stage: plan rows (``epoch``, ``index``, ``row``) → encoded subgraphs.
 
-    The indexes, the family's encoding resources (the GLM's tokenizer) and the question embedder
-    are loaded once per actor in
-    ``__init__``; ``__call__`` is a pure function of the batch (the sampler is seeded per question).
+    The indexes, the family's encoding resources (the GLM's tokenizer) and the run's question
+    vectors (an object-store reference to the driver's :class:`~training.question_vectors.QuestionVectors`)
+    are loaded once per actor in ``__init__``; ``__call__`` is a pure function of the batch (the
+    sampler is seeded per question).
     """
 
-    def __init__(self, config: dict[str, Any], sources: list[dict[str, Any]]) -> None:
+    def __init__(self, config: dict[str, Any], sources: list[dict[str, Any]], question_vectors: Any) -> None:
+        import ray
         import torch
-
-        from hoprag.embedding import SentenceTransformerEmbedder
 
         torch.set_num_threads(1)
         self.config = TrainConfig.model_validate(config)
         family = family_of(self.config)
         self.trainset = TrainSet([SourceInfo(**s) for s in sources], self.config)
         self.resources = family.load_encoding_resources(self.config)
-        self.embedder = SentenceTransformerEmbedder(family.settings(self.config).question_embedder)
+        self.embedder = PrecomputedQuestionEmbedder(
+            ray.get(question_vectors), question_embedder_config(self.config)
+        )
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         pairs = [(int(i), int(r)) for i, r in zip(batch["index"], batch["row"], strict=True)]
@@ -176,8 +179,10 @@ def build_train_dataset(
     epochs: range,
     geometry: EpochGeometry,
     env_vars: dict[str, str],
+    question_vectors: Any,
 ) -> Any:
-    """The streaming training dataset: plan rows of ``epochs`` → :class:`SubgraphEncoder` actors."""
+    """The streaming training dataset: plan rows of ``epochs`` → :class:`SubgraphEncoder` actors
+    (``question_vectors``: the object-store reference to the run's question vectors)."""
     import ray
 
     table = plan_table(sources, config, epochs, geometry)
@@ -190,6 +195,7 @@ def build_train_dataset(
         fn_constructor_kwargs={
             "config": config.model_dump(mode="json"),
             "sources": [s.to_dict() for s in sources],
+            "question_vectors": question_vectors,
         },
         batch_size=data.map_batch_size,
         batch_format="numpy",

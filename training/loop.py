@@ -27,6 +27,7 @@ from hoprag.lr_schedule import warmup_linear_factor
 from training.config import TrainConfig
 from training.data import EpochGeometry, examples_from_columns
 from training.families import family_of
+from training.question_vectors import PrecomputedQuestionEmbedder, question_embedder_config
 from training.trainset import TrainSet, sources_from_params
 
 STATE_FILE = "trainer_state.json"
@@ -80,13 +81,12 @@ class WorkerSession:
     @classmethod
     def setup(cls, params: dict[str, Any]) -> WorkerSession:
         """Load the indexes and their questions (where this worker encodes or validates), the
-        question embedder, the tokenizer and model (built fresh, or with ``init`` the exported
+        run's question vectors, the tokenizer and model (built fresh, or with ``init`` the exported
         retriever's) and its DeepSpeed engine."""
         import deepspeed
+        import ray
         import ray.train
         import torch
-
-        from hoprag.embedding import SentenceTransformerEmbedder
 
         config = TrainConfig.model_validate(params["config"])
         ctx = ray.train.get_context()
@@ -101,7 +101,10 @@ class WorkerSession:
             TrainSet(self.sources, config) if self.rank == 0 or not config.data.streaming else None
         )
         self.family = family_of(config)
-        self.embedder = SentenceTransformerEmbedder(self.family.settings(config).question_embedder)
+        # The driver encoded the run's questions (training.question_vectors): no model load here.
+        self.embedder = PrecomputedQuestionEmbedder(
+            ray.get(params["question_vectors"]), question_embedder_config(config)
+        )
 
         if config.init is not None:  # warm start (GLM): an exported retriever's network and tokenizer
             from training.warm_start import warm_start_model

@@ -32,6 +32,7 @@ from training.loop import (
     train_loop_per_worker,
     worker_env,
 )
+from training.question_vectors import encode_run_questions
 from training.trainset import TrainDataError, inspect_sources
 from training.warm_start import InitError, remember_init, resolve_init
 
@@ -64,6 +65,7 @@ def run_training(
     Raises :class:`training.data.TrainDataError` (naming the index) for an index that cannot be
     trained on, and :class:`~training.warm_start.InitError` for an unusable init, before Ray starts.
     """
+    import ray
     from ray.train.torch import TorchTrainer
 
     config = with_indexes(config, index_dir)
@@ -82,6 +84,7 @@ def run_training(
     remember_init(out, init)
     out.mkdir(parents=True, exist_ok=True)
     (out / "train_config.yaml").write_text(dump_config(config))
+    question_vectors = encode_run_questions(sources, config)
     init_ray(ray_config)
     family = family_of(config)
     # Ray Train's run directory is RUN_DIR/ray/<family name> ("glm" for GLM runs, as before).
@@ -92,6 +95,8 @@ def run_training(
         "out": str(out),
         "first_epoch": 0,
         "init": init,
+        # One copy in the object store for every worker and encoder actor (read-only, zero-copy).
+        "question_vectors": ray.put(question_vectors),
     }
     datasets = None
     if config.data.streaming:
@@ -106,7 +111,9 @@ def run_training(
         params["first_epoch"] = first
         env = {k: v for k, v in worker_env(False).items() if k != "DS_ACCELERATOR"}
         datasets = {
-            "train": build_train_dataset(sources, config, range(first, max(first, last)), geometry, env)
+            "train": build_train_dataset(
+                sources, config, range(first, max(first, last)), geometry, env, params["question_vectors"]
+            )
         }
     trainer = TorchTrainer(train_loop_per_worker, train_loop_config=params, datasets=datasets, **options)
     result = fit_with_progress(trainer, out, f"{family.label} training")
