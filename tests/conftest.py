@@ -16,6 +16,15 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # sooner. What a run does is unchanged.
 os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
 os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")
+# Each pytest-xdist worker is one of N processes sharing the machine's cores, and so are the
+# processes it starts (its Ray cluster's workers inherit this too): its torch (OpenMP) thread pool
+# gets cores / N threads. Pools sized to every core oversubscribe them, and OpenMP threads spin at
+# their barriers waiting for a descheduled sibling (the embedded-Gemma LoRA test beside a training
+# loop: 172 s with 2 threads, 102 s with 1; docs/testing.md). An OMP_NUM_THREADS already set wins.
+_XDIST_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _XDIST_WORKERS > 1:
+    _cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _cores // _XDIST_WORKERS)))
 
 
 # The files that take minutes, slowest first (measured: docs/testing.md). `make test` runs the suite
