@@ -5,9 +5,13 @@ Handlers live in :mod:`serving.deployments.ingress`; these models are the contra
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# The OpenAI protocol's own models (messages, content parts, responses) are shared with hoprag's
+# LLM server: hoprag.llm.openai_schemas.
+from hoprag.llm.openai_schemas import ChatRequestBase
 
 MAX_QUESTION_CHARS = 2000
 MAX_TOP_K = 50
@@ -152,68 +156,8 @@ class NotReadyResponse(BaseModel):
     error: ErrorBody
 
 
-class ChatTextPart(BaseModel):
-    """A text part of a message's content (the only kind hoprag reads)."""
-
-    type: Literal["text"]
-    text: str
-
-
-class ChatOtherPart(BaseModel):
-    """Any other content part (image_url, input_audio, ...): accepted and ignored."""
-
-    model_config = ConfigDict(extra="allow")
-
-    type: str
-
-
-def _part_kind(part: Any) -> str:
-    kind = part.get("type") if isinstance(part, dict) else getattr(part, "type", None)
-    return "text" if kind == "text" else "other"
-
-
-def _content_kind(content: Any) -> str:
-    return "none" if content is None else "string" if isinstance(content, str) else "parts"
-
-
-# Tagged unions: a part whose type is "text" must be a valid text part (a text that is not a string
-# is a 422, never a part taken for an ignored kind), and an invalid value gets one error, whose
-# location names the branch (e.g. ``messages.0.content.parts.0.text.text``).
-ChatContentPart = Annotated[
-    Annotated[ChatTextPart, Tag("text")] | Annotated[ChatOtherPart, Tag("other")],
-    Discriminator(_part_kind),
-]
-ChatContent = Annotated[
-    Annotated[str, Tag("string")]
-    | Annotated[list[ChatContentPart], Tag("parts")]
-    | Annotated[None, Tag("none")],
-    Discriminator(_content_kind),
-]
-
-
-class ChatMessageIn(BaseModel):
-    role: Literal["system", "user", "assistant", "tool", "developer"]
-    content: ChatContent = Field(
-        default=None, description="A string, or a list of content parts (only text parts are read)."
-    )
-
-    def text(self) -> str:
-        """The content's text: the string, or the text parts joined with spaces."""
-        if isinstance(self.content, str):
-            return self.content
-        if not self.content:
-            return ""
-        return " ".join(p.text for p in self.content if isinstance(p, ChatTextPart))
-
-
-class ChatStreamOptions(BaseModel):
-    include_usage: bool = Field(default=False, description="Send a last chunk with the token usage.")
-
-
-class ChatCompletionRequest(BaseModel):
+class ChatCompletionRequest(ChatRequestBase):
     """The subset of OpenAI's chat-completions request that hoprag honours (others are ignored)."""
-
-    model_config = ConfigDict(extra="allow")
 
     model: str = Field(
         default="hoprag",
@@ -221,34 +165,11 @@ class ChatCompletionRequest(BaseModel):
         "to pick a served index (GET /v1/models lists every combination); any other name answers in "
         "retrieve mode.",
     )
-    messages: list[ChatMessageIn] = Field(min_length=1)
     index: str | None = Field(
         default=None,
         description="Which served index answers (overrides a ':<index>' model suffix); default: the "
         "app's default_index.",
     )
-    stream: bool = Field(
-        default=False,
-        description="Stream `chat.completion.chunk` events (Server-Sent Events, ending with `[DONE]`).",
-    )
-    stream_options: ChatStreamOptions | None = Field(
-        default=None, description="With stream: `include_usage` adds a usage chunk before `[DONE]`."
-    )
-
-
-class ChatChoice(BaseModel):
-    index: int
-    message: dict[str, Any]
-    finish_reason: str
-
-
-class ChatCompletionResponse(BaseModel):
-    id: str
-    object: Literal["chat.completion"] = "chat.completion"
-    created: int
-    model: str
-    choices: list[ChatChoice]
-    usage: dict[str, int]
 
 
 # -- indexes and document updates -----------------------------------------------------------------

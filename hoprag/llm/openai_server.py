@@ -1,9 +1,11 @@
 """Serve any :class:`~hoprag.llm.base.LLM` over the OpenAI HTTP protocol.
 
-A deliberately small server on the standard library's :class:`http.server.ThreadingHTTPServer`,
-running in a background thread. It exists so that code written against an OpenAI-compatible
+A small FastAPI app (:func:`build_openai_app`) run by uvicorn on a background thread
+(:class:`OpenAIProtocolServer`). It exists so that code written against an OpenAI-compatible
 endpoint (``hoprag.llm.openai_compat``, the official ``openai`` client) can be exercised against
 the embedded models without a real inference server, and so a local model can be shared over HTTP.
+Its request and response models are the protocol's, shared with the QA app's ingress
+(:mod:`hoprag.llm.openai_schemas`).
 
 Endpoints::
 
@@ -16,24 +18,26 @@ Endpoints::
 then ``data: [DONE]``; usage in a last chunk when ``stream_options.include_usage`` is set), streamed
 through the backend's :meth:`~hoprag.llm.streaming.StreamingLLM.stream` when it has one (one chunk
 with the whole text otherwise); a client that closes the connection stops the generation.
-Not supported (answered with 400): ``n > 1``, token-id prompts, a list of prompts when streaming. Requests are not batched
-together; by default one generation runs at a time because local backends are rarely thread-safe.
-Unset sampling fields take :class:`~hoprag.llm.base.GenerationParams` defaults (greedy,
-256 new tokens) rather than OpenAI's, since this server fronts index-building models.
+Errors have OpenAI's shape (``{"error": {"message", "type", "code"}}``); an invalid request is a
+400, as OpenAI answers it (not FastAPI's 422). Not supported (400): ``n > 1``, token-id prompts, a
+list of prompts when streaming, content parts other than text. Requests are not batched together;
+by default one generation runs at a time because local backends are rarely thread-safe. Unset
+sampling fields take :class:`~hoprag.llm.base.GenerationParams` defaults (greedy, 256 new tokens)
+rather than OpenAI's, since this server fronts index-building models.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from hoprag.llm.base import (
     LLM,
@@ -44,7 +48,18 @@ from hoprag.llm.base import (
     render_chat_as_completion,
     truncate_at_stop,
 )
+from hoprag.llm.openai_schemas import (
+    ChatCompletionsRequest,
+    ChatMessageIn,
+    ChatTextPart,
+    CompletionsRequest,
+    SamplingFields,
+)
 from hoprag.llm.streaming import CancelToken, stream_completion
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
 
 logger = logging.getLogger(__name__)
 
@@ -100,32 +115,52 @@ class OpenAIProtocolServer:
         self._requested_port = port
         self.model_name = model_name or llm.model_id
         self._generate_slots = threading.BoundedSemaphore(max_concurrent_generations)
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self._created = int(time.time())
+        self._socket: socket.socket | None = None
+        self._uvicorn: Any = None
+        self._thread: threading.Thread | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> Self:
-        """Bind the socket and serve on a daemon thread. Returns ``self`` for chaining."""
-        if self._httpd is not None:
+    def start(self, timeout_s: float = 60.0) -> Self:
+        """Bind the socket and serve on a daemon thread; returns ``self`` once requests are answered."""
+        import uvicorn
+
+        if self._socket is not None:
             raise RuntimeError("server already started")
-        httpd = ThreadingHTTPServer((self.host, self._requested_port), _make_handler(self))
-        httpd.daemon_threads = True
-        self._httpd = httpd
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self._requested_port))
+        self._socket = sock
+        config = uvicorn.Config(
+            build_openai_app(self),
+            log_config=None,  # a library leaves logging's configuration to the application
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_keep_alive=60,  # idle keep-alive connections are dropped after this long
+        )
+        self._uvicorn = uvicorn.Server(config)
         self._thread = threading.Thread(
-            target=httpd.serve_forever,
-            kwargs={"poll_interval": 0.1},
+            target=self._uvicorn.run,
+            kwargs={"sockets": [sock]},
             name=f"openai-server:{self.port}",
             daemon=True,
         )
         self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._uvicorn.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the OpenAI-protocol server did not start on {self.host}:{self.port}")
+            time.sleep(0.01)
         logger.info("serving %s at %s", self.model_name, self.base_url)
         return self
 
     def serve_forever(self) -> None:
         """Serve in the calling thread until interrupted (for command-line use)."""
-        if self._httpd is None:
+        if self._socket is None:
             self.start()
         assert self._thread is not None
         try:
@@ -138,17 +173,21 @@ class OpenAIProtocolServer:
 
     def stop(self) -> None:
         """Stop accepting requests and close the socket. Idempotent."""
-        httpd, self._httpd = self._httpd, None
-        if httpd is None:
+        sock, self._socket = self._socket, None
+        if sock is None:
             return
-        httpd.shutdown()
-        httpd.server_close()
+        if self._uvicorn is not None:
+            self._uvicorn.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=5)
+            if self._thread.is_alive():  # a streaming response still open: do not wait for it
+                self._uvicorn.force_exit = True
+                self._thread.join(timeout=5)
             self._thread = None
+        sock.close()
 
     def __enter__(self) -> Self:
-        return self.start() if self._httpd is None else self
+        return self.start() if self._socket is None else self
 
     def __exit__(
         self,
@@ -161,9 +200,9 @@ class OpenAIProtocolServer:
     @property
     def port(self) -> int:
         """The bound port (the ephemeral one when constructed with ``port=0``)."""
-        if self._httpd is None:
+        if self._socket is None:
             raise RuntimeError("server not started")
-        return int(self._httpd.server_address[1])
+        return int(self._socket.getsockname()[1])
 
     @property
     def base_url(self) -> str:
@@ -171,7 +210,7 @@ class OpenAIProtocolServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/v1"
 
-    # -- request handling (called from handler threads) ---------------------------------------
+    # -- request handling (called from the app's worker threads) ------------------------------
 
     def handle_models(self) -> dict[str, Any]:
         """Body of ``GET /v1/models``."""
@@ -182,16 +221,10 @@ class OpenAIProtocolServer:
             ],
         }
 
-    def handle_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+    def handle_completions(self, body: CompletionsRequest) -> dict[str, Any]:
         """Body of ``POST /v1/completions``; raises :class:`RequestError` on a bad request."""
-        raw = body.get("prompt")
-        if isinstance(raw, str):
-            texts = [raw]
-        elif isinstance(raw, list) and raw and all(isinstance(p, str) for p in raw):
-            texts = list(raw)
-        elif raw is None:
-            raise RequestError("missing required field 'prompt'")
-        else:
+        texts = [body.prompt] if isinstance(body.prompt, str) else list(body.prompt)
+        if not texts:
             raise RequestError("'prompt' must be a string or a non-empty list of strings")
         params = _params(body)
         prompts: list[Prompt] = (
@@ -206,12 +239,10 @@ class OpenAIProtocolServer:
         ]
         return self._envelope("cmpl", "text_completion", choices, results)
 
-    def handle_chat(self, body: dict[str, Any]) -> dict[str, Any]:
+    def handle_chat(self, body: ChatCompletionsRequest) -> dict[str, Any]:
         """Body of ``POST /v1/chat/completions``; raises :class:`RequestError` on a bad request."""
-        messages = _messages(body.get("messages"))
         params = _params(body)
-        prompt: Prompt = messages if self.llm.prompt_style == "chat" else render_chat_as_completion(messages)
-        results = self._generate([prompt], params)
+        results = self._generate([self._chat_prompt(body.messages)], params)
         c = results[0]
         choices = [
             {
@@ -223,25 +254,26 @@ class OpenAIProtocolServer:
         ]
         return self._envelope("chatcmpl", "chat.completion", choices, results)
 
-    def stream_chunks(self, path: str, body: dict[str, Any], cancel: CancelToken) -> Iterator[dict[str, Any]]:
-        """The chunks of a streamed ``POST path`` (``"stream": true``); the request is validated
-        now (raising :class:`RequestError`), generation starts when the chunks are iterated."""
+    def stream_chunks(
+        self, body: CompletionsRequest | ChatCompletionsRequest, cancel: CancelToken
+    ) -> Iterator[dict[str, Any]]:
+        """The chunks of a streamed request (``"stream": true``); the request is validated now
+        (raising :class:`RequestError`), generation starts when the chunks are iterated."""
         params = _params(body)
-        chat = path.endswith("/chat/completions")
-        if chat:
-            messages = _messages(body.get("messages"))
-            prompt: Prompt = (
-                messages if self.llm.prompt_style == "chat" else render_chat_as_completion(messages)
-            )
+        chat = isinstance(body, ChatCompletionsRequest)
+        if isinstance(body, ChatCompletionsRequest):
+            prompt = self._chat_prompt(body.messages)
         else:
-            raw = body.get("prompt")
-            if isinstance(raw, list) and len(raw) == 1:
-                raw = raw[0]
+            raw = body.prompt[0] if isinstance(body.prompt, list) and len(body.prompt) == 1 else body.prompt
             if not isinstance(raw, str):
                 raise RequestError("'prompt' must be one string when streaming")
             prompt = raw if self.llm.prompt_style == "completion" else [{"role": "user", "content": raw}]
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
         return self._stream(prompt, params, chat, include_usage, cancel)
+
+    def _chat_prompt(self, messages: list[ChatMessageIn]) -> Prompt:
+        checked = _messages(messages)
+        return checked if self.llm.prompt_style == "chat" else render_chat_as_completion(checked)
 
     def _stream(
         self, prompt: Prompt, params: GenerationParams, chat: bool, include_usage: bool, cancel: CancelToken
@@ -332,6 +364,111 @@ class OpenAIProtocolServer:
         }
 
 
+def build_openai_app(server: OpenAIProtocolServer) -> FastAPI:
+    """The FastAPI app of ``server``: routes, OpenAI-shaped errors and the request size limit."""
+    from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+    from sse_starlette import EventSourceResponse
+    from starlette.exceptions import HTTPException
+
+    app = FastAPI(title=f"hoprag OpenAI-protocol server ({server.model_name})", openapi_url=None)
+
+    app.add_middleware(_BodySizeLimit)
+
+    @app.exception_handler(RequestError)
+    async def request_error(_: Request, exc: RequestError) -> JSONResponse:
+        return error(exc.status, exc.message, exc.error_type)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return error(HTTPStatus.BAD_REQUEST, _validation_message(exc.errors()))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        if exc.status_code == HTTPStatus.NOT_FOUND:
+            return error(exc.status_code, f"no route {request.url.path}", "not_found_error")
+        if exc.status_code == HTTPStatus.METHOD_NOT_ALLOWED:
+            return error(exc.status_code, f"use {exc.headers.get('Allow', 'another method')}")
+        return error(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        logger.error("request to %s failed", request.url.path, exc_info=exc)
+        return error(HTTPStatus.INTERNAL_SERVER_ERROR, f"internal error: {exc!r}", "server_error")
+
+    def stream(body: CompletionsRequest | ChatCompletionsRequest) -> EventSourceResponse:
+        chunks = server.stream_chunks(body, CancelToken())
+        return EventSourceResponse(_sse_data(chunks), sep="\n", headers={"Cache-Control": "no-cache"})
+
+    @app.post("/v1/completions")
+    def completions(body: CompletionsRequest) -> Any:
+        return stream(body) if body.stream else server.handle_completions(body)
+
+    @app.post("/v1/chat/completions")
+    def chat_completions(body: ChatCompletionsRequest) -> Any:
+        return stream(body) if body.stream else server.handle_chat(body)
+
+    @app.get("/v1/models")
+    def models() -> dict[str, Any]:
+        return server.handle_models()
+
+    @app.get("/health")
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app
+
+
+def error(status: int, message: str, error_type: str = "invalid_request_error") -> JSONResponse:
+    """An OpenAI-shaped error response."""
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse({"error": {"message": message, "type": error_type, "code": None}}, status_code=status)
+
+
+class _BodySizeLimit:
+    """ASGI middleware: a request declaring a body over :data:`MAX_BODY_BYTES` gets a 413 unread."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            length = dict(scope["headers"]).get(b"content-length")
+            if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
+                too_large = error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "request body too large")
+                await too_large(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _sse_data(chunks: Iterator[dict[str, Any]]) -> AsyncIterator[str]:
+    """The ``data:`` payloads of a stream, then ``[DONE]``. Each chunk is produced on a worker
+    thread; when the client goes away the task is cancelled once the chunk in progress is done, and
+    closing ``chunks`` then stops the generation behind it."""
+    import anyio
+
+    def next_chunk() -> dict[str, Any] | None:
+        return next(chunks, None)
+
+    try:
+        while (chunk := await anyio.to_thread.run_sync(next_chunk)) is not None:
+            yield json.dumps(chunk)
+        yield "[DONE]"
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(chunks.close)
+
+
+def _validation_message(errors: Sequence[Any]) -> str:
+    """One line per pydantic error: ``field.path: message`` (as OpenAI's 400 bodies read)."""
+    lines = []
+    for e in errors:
+        where = ".".join(str(part) for part in e.get("loc", ()) if part != "body")
+        lines.append(f"{where}: {e.get('msg')}" if where else str(e.get("msg")))
+    return "; ".join(lines) or "invalid request"
+
+
 def _replace_text(c: Completion, text: str) -> Completion:
     return Completion(
         text=text,
@@ -343,181 +480,27 @@ def _replace_text(c: Completion, text: str) -> Completion:
     )
 
 
-def _params(body: dict[str, Any]) -> GenerationParams:
-    """Sampling settings from a request body, validated; unset fields take our defaults."""
+def _params(body: SamplingFields) -> GenerationParams:
+    """Sampling settings of a request; unset fields take our defaults."""
     defaults = GenerationParams()
-    n = body.get("n", 1)
-    if n not in (None, 1):
+    if body.n not in (None, 1):
         raise RequestError("only n=1 is supported")
-
-    max_tokens = body.get("max_tokens")
-    if max_tokens is None:
-        # Newer OpenAI clients send this name instead for chat.
-        max_tokens = body.get("max_completion_tokens")
-    if max_tokens is None:
-        max_tokens = defaults.max_new_tokens
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise RequestError("'max_tokens' must be a positive integer")
-
-    temperature = body.get("temperature")
-    if temperature is None:
-        temperature = defaults.temperature
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or temperature < 0:
-        raise RequestError("'temperature' must be a non-negative number")
-
-    stop_raw = body.get("stop")
-    if stop_raw is None:
-        stop: tuple[str, ...] = ()
-    elif isinstance(stop_raw, str):
-        stop = (stop_raw,)
-    elif isinstance(stop_raw, list) and all(isinstance(s, str) for s in stop_raw):
-        stop = tuple(stop_raw)
-    else:
-        raise RequestError("'stop' must be a string or a list of strings")
+    max_tokens = body.max_tokens or body.max_completion_tokens or defaults.max_new_tokens
+    temperature = defaults.temperature if body.temperature is None else body.temperature
+    stop = (body.stop,) if isinstance(body.stop, str) else tuple(body.stop or ())
     return GenerationParams(max_new_tokens=max_tokens, temperature=float(temperature), stop=stop)
 
 
-def _messages(raw: Any) -> list[ChatMessage]:
-    """Validate chat messages; text content parts are joined, ``developer`` maps to ``system``."""
-    if raw is None:
-        raise RequestError("missing required field 'messages'")
-    if not isinstance(raw, list) or not raw:
-        raise RequestError("'messages' must be a non-empty list")
+def _messages(messages: Sequence[ChatMessageIn]) -> list[ChatMessage]:
+    """The chat as the backend reads it: text parts are joined, ``developer`` maps to ``system``."""
     out: list[ChatMessage] = []
-    for i, m in enumerate(raw):
-        if not isinstance(m, dict):
-            raise RequestError(f"messages[{i}] must be an object")
-        role = m.get("role")
-        if role == "developer":
-            role = "system"
+    for i, m in enumerate(messages):
+        role = "system" if m.role == "developer" else m.role
         if role not in _CHAT_ROLES:
             raise RequestError(f"messages[{i}].role must be one of system, user, assistant")
-        content = m.get("content")
-        if isinstance(content, list):
-            # The OpenAI content-part form; only text parts mean anything to a text model.
-            parts = []
-            for part in content:
-                if not (isinstance(part, dict) and part.get("type") == "text"):
-                    raise RequestError(f"messages[{i}].content: only text parts are supported")
-                text = part.get("text")
-                if not isinstance(text, str):
-                    raise RequestError(f"messages[{i}].content: text part without a string 'text'")
-                parts.append(text)
-            content = "".join(parts)
-        if not isinstance(content, str):
+        if m.content is None:
             raise RequestError(f"messages[{i}].content must be a string")
-        out.append({"role": role, "content": content})
+        if not isinstance(m.content, str) and not all(isinstance(p, ChatTextPart) for p in m.content):
+            raise RequestError(f"messages[{i}].content: only text parts are supported")
+        out.append({"role": role, "content": m.text(separator="")})
     return out
-
-
-def _make_handler(server: OpenAIProtocolServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(_Handler):
-        owner = server
-
-    return Handler
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """Routes requests to the owning :class:`OpenAIProtocolServer`."""
-
-    owner: OpenAIProtocolServer
-    # HTTP/1.1 so clients can keep connections alive; every response sets Content-Length.
-    protocol_version = "HTTP/1.1"
-    # Idle keep-alive connections are dropped after this long, freeing their handler threads.
-    timeout = 60
-    # Headers and body go out in separate writes; with Nagle on, delayed ACKs add ~40 ms per response.
-    disable_nagle_algorithm = True
-    server_version = "hoprag-openai/0.1"
-
-    def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0].rstrip("/")
-        if path == "/v1/models":
-            self._send_json(HTTPStatus.OK, self.owner.handle_models())
-        elif path == "/health":
-            self._send_json(HTTPStatus.OK, {"status": "ok"})
-        elif path in ("/v1/completions", "/v1/chat/completions"):
-            self._send_error(RequestError("use POST", HTTPStatus.METHOD_NOT_ALLOWED))
-        else:
-            self._send_error(RequestError(f"no route {path}", HTTPStatus.NOT_FOUND, "not_found_error"))
-
-    def do_POST(self) -> None:
-        path = self.path.split("?", 1)[0].rstrip("/")
-        routes = {
-            "/v1/completions": self.owner.handle_completions,
-            "/v1/chat/completions": self.owner.handle_chat,
-        }
-        try:
-            # Read the body before routing, so a keep-alive connection stays in sync even on 404.
-            body = self._read_json()
-            route = routes.get(path)
-            if route is None:
-                raise RequestError(f"no route {path}", HTTPStatus.NOT_FOUND, "not_found_error")
-            if body.get("stream"):
-                self._send_stream(self.owner.stream_chunks(path, body, CancelToken()))
-                return
-            self._send_json(HTTPStatus.OK, route(body))
-        except RequestError as e:
-            self._send_error(e)
-        except Exception as e:
-            logger.exception("request to %s failed", path)
-            self._send_error(
-                RequestError(f"internal error: {e!r}", HTTPStatus.INTERNAL_SERVER_ERROR, "server_error")
-            )
-
-    def _read_json(self) -> dict[str, Any]:
-        length_header = self.headers.get("Content-Length")
-        if length_header is None:
-            self.close_connection = True
-            raise RequestError("Content-Length required", HTTPStatus.LENGTH_REQUIRED)
-        try:
-            length = int(length_header)
-        except ValueError:
-            self.close_connection = True
-            raise RequestError("invalid Content-Length") from None
-        if length < 0 or length > MAX_BODY_BYTES:
-            # The unread body would corrupt the next request on this connection.
-            self.close_connection = True
-            raise RequestError("request body too large", HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
-        raw = self.rfile.read(length)
-        try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise RequestError(f"malformed JSON body: {e}") from None
-        if not isinstance(body, dict):
-            raise RequestError("request body must be a JSON object")
-        return body
-
-    def _send_stream(self, chunks: Iterator[dict[str, Any]]) -> None:
-        """Server-Sent Events until the chunks end; the connection closes after them (no
-        Content-Length), and a client that closed its end stops the generation (``chunks.close()``)."""
-        self.close_connection = True
-        self.send_response(HTTPStatus.OK)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        try:
-            for chunk in chunks:
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.write(b"data: [DONE]\n\n")
-        except OSError as e:  # BrokenPipe / ConnectionReset: the client is gone
-            logger.debug("streaming client went away: %r", e)
-        finally:
-            chunks.close()
-
-    def _send_error(self, e: RequestError) -> None:
-        self._send_json(e.status, {"error": {"message": e.message, "type": e.error_type, "code": None}})
-
-    def _send_json(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        # Access logs go through logging (debug) instead of the default stderr prints.
-        logger.debug("%s - %s", self.address_string(), format % args)

@@ -46,6 +46,7 @@ from ray import serve
 from sse_starlette import EventSourceResponse
 
 from hoprag import __version__
+from hoprag.llm.openai_schemas import ChatCompletionResponse
 from serving.deployments.api_errors import ERROR_TYPES, APIError, error_kind, error_response, request_id_of
 from serving.deployments.request_guard import (
     PAGE_FILES,
@@ -57,7 +58,6 @@ from serving.deployments.request_guard import (
 )
 from serving.schemas import (
     ChatCompletionRequest,
-    ChatCompletionResponse,
     DocumentText,
     ErrorResponse,
     IndexInfo,

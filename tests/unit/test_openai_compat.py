@@ -242,6 +242,17 @@ def test_server_rejects_bad_requests(completion_server: tuple[OpenAIProtocolServ
             ("/chat/completions", {"model": "m"}, 400),
             ("/chat/completions", {"model": "m", "messages": [{"role": "robot", "content": "x"}]}, 400),
             ("/chat/completions", {"model": "m", "messages": [{"role": "user"}]}, 400),
+            ("/chat/completions", {"model": "m", "messages": []}, 400),
+            (
+                "/chat/completions",
+                {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
+                400,
+            ),
+            ("/completions", {"model": "m", "prompt": "x", "n": 2}, 400),
+            ("/completions", {"model": "m", "prompt": "x", "max_tokens": True}, 400),
+            ("/completions", {"model": "m", "prompt": "x", "temperature": -1}, 400),
+            ("/completions", {"model": "m", "prompt": "x", "stop": [1]}, 400),
+            ("/completions", {"model": "m", "prompt": []}, 400),
             ("/nope", {"model": "m"}, 404),
         ]
         for path, body, status in cases:
@@ -253,12 +264,31 @@ def test_server_rejects_bad_requests(completion_server: tuple[OpenAIProtocolServ
             err = r.json()["error"]
             assert isinstance(err["message"], str) and err["message"]
             assert isinstance(err["type"], str)
+        wrong_method = http.get("/completions")
+        assert wrong_method.status_code == 405 and wrong_method.json()["error"]["message"] == "use POST"
         # The keep-alive connection survived all of that.
         ok = http.post("/completions", json={"model": "m", "prompt": ["a", "b"]})
         assert ok.status_code == 200
         assert [ch["text"] for ch in ok.json()["choices"]] == ["echo: a", "echo: b"]
         assert http.get("/models").json()["data"][0]["id"] == "echo-completion"
     assert len(llm.seen) == 2
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(
+    completion_server: tuple[OpenAIProtocolServer, EchoLLM],
+) -> None:
+    import socket
+
+    server, llm = completion_server
+    with socket.create_connection((server.host, server.port), timeout=10) as conn:
+        # Only the headers are sent: the answer must not wait for the 17 MiB they announce.
+        conn.sendall(
+            b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {17 * 1024 * 1024}\r\n\r\n".encode()
+        )
+        answer = conn.recv(65536).decode()
+    assert answer.startswith("HTTP/1.1 413") and "request body too large" in answer
+    assert llm.seen == []
 
 
 def test_server_reports_backend_failure_as_500() -> None:
