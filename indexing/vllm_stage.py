@@ -61,9 +61,11 @@ def make_preprocess(
     max_new_tokens: int,
     student_tasks: Set[str] = frozenset(),
     chat_template: bool = True,
+    structured_output: bool = True,
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """Row → processor input columns, with the prompt matching the row's task: the student prompt
-    for ``student_tasks``; ``chat_template=False`` flattens chat prompts (no chat-template stage)."""
+    for ``student_tasks``; ``chat_template=False`` flattens chat prompts (no chat-template stage);
+    ``structured_output``: JSON prompts constrain decoding to their schema."""
 
     def preprocess(row: dict[str, Any]) -> dict[str, Any]:
         text = str(row["text"])
@@ -74,7 +76,7 @@ def make_preprocess(
             if task == TASK_NER
             else openie_prompt(text, style, max_new_tokens, student=student)  # type: ignore[arg-type]
         )
-        return processor_input_columns(spec, chat_template=chat_template)
+        return processor_input_columns(spec, chat_template=chat_template, structured_output=structured_output)
 
     return preprocess
 
@@ -128,7 +130,13 @@ def build_vllm_stage(config: VLLMConfig, extraction: ExtractionConfig) -> Callab
         )
     processor = build_ray_data_processor(
         config,
-        make_preprocess(config.prompt_style, extraction.max_new_tokens, student_tasks, chat_template),
+        make_preprocess(
+            config.prompt_style,
+            extraction.max_new_tokens,
+            student_tasks,
+            chat_template,
+            config.structured_output,
+        ),
         postprocess,
         require_local_vllm=False,
         chat_template=chat_template,

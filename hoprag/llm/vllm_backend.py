@@ -46,10 +46,10 @@ from hoprag.llm.vllm_config import ADAPTER_SETTING, VLLMConfig, vllm_model_id, v
 from hoprag.llm.vllm_requests import (
     check_adapter,
     completion_from_vllm_output,
+    engine_sampling_params,
     error_completion,
     lora_requests_kwargs,
     short_detail,
-    to_sampling_params,
 )
 
 logger = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class VLLMEngineLLM:
         if not prompts:
             return []
         results: list[Completion | None] = [None] * len(prompts)
-        sampling = self._vllm.SamplingParams(**to_sampling_params(params))
+        sampling = engine_sampling_params(self._vllm, params, self.config.structured_output)
         with self._lock:
             if texts:
                 done = self._run_group(

@@ -137,6 +137,11 @@ class VLLMConfig(BaseModel):
         "id, so caches key on their content. On a cluster the paths must exist on the driver and on "
         "every GPU node.",
     )
+    structured_output: bool = Field(
+        default=True,
+        description="Constrain decoding of JSON prompts (extraction, entities) to their JSON schema "
+        "with vLLM's structured outputs, in-process and on Ray Data.",
+    )
     max_lora_rank: int = Field(
         default=16,
         ge=1,

@@ -184,16 +184,20 @@ def build_ray_data_processor(
     )
 
 
-def processor_input_columns(spec: PromptSpec, *, chat_template: bool = True) -> dict[str, Any]:
+def processor_input_columns(
+    spec: PromptSpec, *, chat_template: bool = True, structured_output: bool = True
+) -> dict[str, Any]:
     """The ``ray.data.llm`` processor input columns for one prompt.
 
     Returns ``messages`` (chat) or ``prompt`` (completion), the ``sampling_params`` dict, and the
     stop sequences / token budget for :func:`openie_postprocess_row` (the engine stage drops
     ``sampling_params``). Ray Data keeps the row's other columns, so they are not repeated. With
     ``chat_template=False`` (a processor without the chat-template stage) a chat prompt is
-    flattened into ``prompt`` by :func:`~hoprag.llm.base.render_chat_as_completion`.
+    flattened into ``prompt`` by :func:`~hoprag.llm.base.render_chat_as_completion`. A JSON
+    prompt's schema goes in ``sampling_params["structured_outputs"]`` unless ``structured_output``
+    is off (Ray's engine stage builds vLLM's ``StructuredOutputsParams`` from it).
     """
-    sampling = to_sampling_params(spec.params)
+    sampling = to_sampling_params(spec.params, structured_output)
     if not sampling["stop"]:
         # An always-empty list has no Arrow value type; leave the key out rather than ship list<null>.
         del sampling["stop"]

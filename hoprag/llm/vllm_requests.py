@@ -109,18 +109,35 @@ def lora_requests_kwargs(config: VLLMConfig) -> list[dict[str, Any]]:
     ]
 
 
-def to_sampling_params(params: GenerationParams) -> dict[str, Any]:
-    """Keyword arguments of ``vllm.SamplingParams`` for ``params``.
+def to_sampling_params(params: GenerationParams, structured_output: bool = True) -> dict[str, Any]:
+    """Keyword arguments of ``vllm.SamplingParams`` for ``params``, as plain data (what a
+    ``ray.data.llm`` processor row carries; :func:`engine_sampling_params` builds the object).
 
     Empty stop strings are dropped (they would match everywhere). Stop strings are excluded from
-    the output text by vLLM, which is what :class:`~hoprag.llm.base.Completion` promises too.
+    the output text by vLLM, which is what :class:`~hoprag.llm.base.Completion` promises too. A JSON
+    prompt's schema (``params.json_schema``) becomes vLLM's structured outputs
+    (``{"json": schema}``), so decoding follows it, unless ``structured_output`` is off.
     """
-    return {
+    out: dict[str, Any] = {
         "n": 1,
         "max_tokens": params.max_new_tokens,
         "temperature": params.temperature,
         "stop": [s for s in params.stop if s],
     }
+    if structured_output and params.json_schema:
+        out["structured_outputs"] = {"json": params.json_schema}
+    return out
+
+
+def engine_sampling_params(vllm: Any, params: GenerationParams, structured_output: bool = True) -> Any:
+    """A ``vllm.SamplingParams`` for ``params`` (``vllm``: the imported module); the structured
+    outputs dict becomes ``vllm.sampling_params.StructuredOutputsParams``."""
+    kwargs = to_sampling_params(params, structured_output)
+    if "structured_outputs" in kwargs:
+        kwargs["structured_outputs"] = vllm.sampling_params.StructuredOutputsParams(
+            **kwargs["structured_outputs"]
+        )
+    return vllm.SamplingParams(**kwargs)
 
 
 class _SequenceOutput(Protocol):

@@ -193,6 +193,34 @@ def test_to_sampling_params() -> None:
     assert to_sampling_params(GenerationParams())["stop"] == []
 
 
+def test_a_json_prompt_constrains_decoding_to_its_schema_unless_turned_off() -> None:
+    from hoprag.extraction.prompts import OPENIE_JSON_SCHEMA
+
+    params = GenerationParams(max_new_tokens=64, json_schema=OPENIE_JSON_SCHEMA)
+    assert to_sampling_params(params)["structured_outputs"] == {"json": OPENIE_JSON_SCHEMA}
+    assert "structured_outputs" not in to_sampling_params(params, structured_output=False)
+    assert "structured_outputs" not in to_sampling_params(GenerationParams())  # a line-format prompt
+
+
+class FakeStructuredOutputsParams:
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+
+
+def test_the_engine_gets_vllm_structured_outputs_for_json_prompts(fake_vllm: types.ModuleType) -> None:
+    from hoprag.extraction.prompts import OPENIE_JSON_SCHEMA
+    from hoprag.llm.vllm_requests import engine_sampling_params
+
+    fake_vllm.sampling_params = types.SimpleNamespace(StructuredOutputsParams=FakeStructuredOutputsParams)
+    sampling = engine_sampling_params(fake_vllm, GenerationParams(json_schema=OPENIE_JSON_SCHEMA))
+    structured = sampling.kwargs["structured_outputs"]
+    assert isinstance(structured, FakeStructuredOutputsParams) and structured.kwargs == {
+        "json": OPENIE_JSON_SCHEMA
+    }
+    assert "structured_outputs" not in engine_sampling_params(fake_vllm, GenerationParams()).kwargs
+    assert VLLMConfig(model="m").structured_output is True
+
+
 def test_completion_from_output_basic() -> None:
     c = completion_from_vllm_output(fake_output("(A | is | B)", prompt_len=7, gen_len=4), ())
     assert c.ok
@@ -372,7 +400,14 @@ def test_preprocess_chat_row() -> None:
     spec = openie_prompt(PASSAGE, "chat", max_new_tokens=50)
     assert row["messages"] == spec.prompt and "prompt" not in row
     assert row["messages"][-1] == {"role": "user", "content": f"Passage: {PASSAGE}"}
-    assert row["sampling_params"] == {"n": 1, "max_tokens": 100, "temperature": 0.0}
+    # the JSON prompt's schema rides along: Ray's engine stage turns it into vLLM structured outputs
+    structured = {"structured_outputs": {"json": spec.params.json_schema}}
+    assert spec.params.json_schema and row["sampling_params"] == {
+        "n": 1,
+        "max_tokens": 100,
+        "temperature": 0.0,
+        **structured,
+    }
     assert json.loads(row[STOP_COLUMN]) == []
     json.dumps(row)
 
