@@ -53,6 +53,10 @@ logger = logging.getLogger(__name__)
 EMBEDDED_MODEL_NAME = "gemma-3-270m-q4_k_m"
 ADAPTER_SETTING = "llm.embedded.adapter"  # the setting named in adapter errors
 
+# Stop-string criteria by (checkpoint, vocabulary size, stop tuple): see _stop_string_criterion.
+_STOP_CRITERIA: dict[tuple[str, int, tuple[str, ...]], object] = {}
+_STOP_CRITERIA_LOCK = threading.Lock()
+
 
 class EmbeddedLLMConfig(StrictModel):
     """Settings of the embedded CPU model."""
@@ -243,7 +247,7 @@ class EmbeddedLLM:
         # with adapters it hashes their files and reads their student.json
         self._model_id = embedded_model_id(self.config)
         self._task_model_ids: dict[str, str] = {}
-        self._stop_criteria: dict[tuple[str, ...], object] = {}  # see _stop_string_criterion
+        self._tokenizer_key = (str(path), len(self._tokenizer))  # see _stop_string_criterion
         self._name = self.config.model_path or EMBEDDED_MODEL_NAME
         self.streams_cancelled = 0  # streams whose consumer stopped before generation ended
         self.load_seconds = time.perf_counter() - started
@@ -350,15 +354,21 @@ class EmbeddedLLM:
                 worker.join()
 
     def _stop_string_criterion(self, stop: tuple[str, ...]) -> object:
-        """transformers' stop-string criterion for ``stop``, built once per stop tuple: built per
-        ``generate`` call (``stop_strings=``) it re-reads and sorts the 262k-token vocabulary every
-        time and, past 8 distinct stop tuples, redoes its vocabulary embedding (18% of the CPU time of
-        `hoprag bench steps` measured; docs/benchmarks.md). The criterion holds no per-call state."""
-        criterion = self._stop_criteria.get(stop)
+        """transformers' stop-string criterion for ``stop``, built once per tokenizer and stop tuple
+        in the process (shared by every :class:`EmbeddedLLM` of one checkpoint: the base model, a
+        student, a judge): built per ``generate`` call (``stop_strings=``) it re-reads and sorts the
+        262k-token vocabulary every time (3–4 s on 2 cores) and, past 8 distinct stop tuples, redoes
+        its vocabulary embedding (18% of the CPU time of `hoprag bench steps` measured;
+        docs/benchmarks.md). The criterion holds no per-call state."""
+        key = (*self._tokenizer_key, stop)
+        with _STOP_CRITERIA_LOCK:
+            criterion = _STOP_CRITERIA.get(key)
         if criterion is None:
             from transformers import StopStringCriteria
 
-            criterion = self._stop_criteria[stop] = StopStringCriteria(self._tokenizer, list(stop))
+            criterion = StopStringCriteria(self._tokenizer, list(stop))
+            with _STOP_CRITERIA_LOCK:
+                criterion = _STOP_CRITERIA.setdefault(key, criterion)
         return criterion
 
     def _generate_batch(

@@ -163,6 +163,8 @@ def test_a_planner_student_beside_the_shipped_one_serves_only_the_planner_tasks(
     assert planned[0].ok and planned != shipped.generate([plan.prompt], plan.params)  # base, for shipped
     judge = judge_prompt("Where was Juno Halleck born?", ["Quifen"], "Quifen", "completion")
     assert both.generate([judge.prompt], judge.params) == gemma.generate([judge.prompt], judge.params)
+    # one stop-string criterion per checkpoint and stop tuple in the process, whichever LLM built it
+    assert both._stop_string_criterion(judge.params.stop) is gemma._stop_string_criterion(judge.params.stop)
 
 
 def test_the_shipped_student_extracts_links_and_answers_with_its_short_prompts(shipped):
