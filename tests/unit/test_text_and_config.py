@@ -79,7 +79,9 @@ def _config_modules() -> list[str]:
     for package in ("hoprag", "indexing", "training", "serving", "evaluation", "cluster"):
         for path in sorted((root / package).rglob("*.py")):
             text = path.read_text(encoding="utf-8")
-            if not path.name.endswith("schemas.py") and ("from pydantic import" in text or "StrictModel" in text):
+            if not path.name.endswith("schemas.py") and (
+                "from pydantic import" in text or "StrictModel" in text
+            ):
                 found.append(".".join(path.relative_to(root).with_suffix("").parts))
     return found
 
