@@ -135,8 +135,10 @@ def test_a_lora_adapter_loads_merged_changes_the_output_and_the_model_id(gemma, 
     # A task the student was not trained on (the planner's plan) is the base model's, token for token.
     plan = plan_prompt("Where was the director of Marrow Lane born?", "completion")
     assert plan.params.task == "plan"
-    assert student.generate([plan.prompt], plan.params) == gemma.generate([plan.prompt], plan.params)
-    forced = replace(plan.params, task="openie")  # the same prompt through the adapter differs
+    # which weights answer shows within a few tokens; a random adapter would babble to the limit
+    short = replace(plan.params, max_new_tokens=16)
+    assert student.generate([plan.prompt], short) == gemma.generate([plan.prompt], short)
+    forced = replace(short, task="openie")  # the same prompt through the adapter differs
     assert student.generate([plan.prompt], forced) != gemma.generate([plan.prompt], forced)
 
 
@@ -159,8 +161,9 @@ def test_a_planner_student_beside_the_shipped_one_serves_only_the_planner_tasks(
     assert both.generate([spec.prompt], spec.params) == shipped.generate([spec.prompt], spec.params)
     plan = plan_prompt("Where was the director of Marrow Lane born?", "completion", student=True)
     assert plan.params.task == "plan"
-    planned = both.generate([plan.prompt], plan.params)
-    assert planned[0].ok and planned != shipped.generate([plan.prompt], plan.params)  # base, for shipped
+    short = replace(plan.params, max_new_tokens=16)  # the weights show in a few tokens (see above)
+    planned = both.generate([plan.prompt], short)
+    assert planned[0].ok and planned != shipped.generate([plan.prompt], short)  # base, for shipped
     judge = judge_prompt("Where was Juno Halleck born?", ["Quifen"], "Quifen", "completion")
     assert both.generate([judge.prompt], judge.params) == gemma.generate([judge.prompt], judge.params)
     # one stop-string criterion per checkpoint and stop tuple in the process, whichever LLM built it
