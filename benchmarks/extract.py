@@ -408,6 +408,7 @@ class SystemRun:
     prompt_tokens: int
     completion_tokens: int
     statuses: Counter[str]
+    records: list[Any] = field(default_factory=list)  # indexing.extract.ExtractionRecord per document
 
 
 def run_system(
@@ -441,6 +442,7 @@ def run_system(
         prompt_tokens=sum(r.prompt_tokens for r in records),
         completion_tokens=sum(r.completion_tokens for r in records),
         statuses=Counter(r.status for r in records),
+        records=records,
     )
 
 

@@ -19,6 +19,7 @@ BENCHMARKS = {
     "update": ("benchmarks.update", "run_update_benchmark"),
     "eval": ("benchmarks.eval", "run_eval_benchmark"),
     "extract": ("benchmarks.extract", "run_extract_benchmark"),
+    "evidences": ("benchmarks.evidences", "run_evidence_benchmark"),
     "search": ("benchmarks.search", "run_search_benchmark"),
     "graph": ("benchmarks.graph", "run_graph_benchmark"),
 }
@@ -26,6 +27,7 @@ BENCHMARKS = {
 
 def register(sub: argparse._SubParsersAction) -> None:
     from benchmarks.eval import add_arguments as add_eval_bench_arguments
+    from benchmarks.evidences import add_arguments as add_evidences_bench_arguments
     from benchmarks.glm_step import add_arguments as add_glm_step_arguments
     from benchmarks.graph import add_arguments as add_graph_bench_arguments
     from benchmarks.plan import add_arguments as add_plan_bench_arguments
@@ -85,6 +87,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     bx.add_argument("--json", action="store_true", help="one line of JSON")
     bx.add_argument("--workdir", type=Path, default=Path("runs/bench-extract"), help="results and logs")
     add_config_args(bx)
+    bv = bsub.add_parser(
+        "evidences",
+        help="extraction on real paragraphs against 2WikiMultihopQA's gold facts: pair recall, output forms",
+        description="Extract triples from the supporting paragraphs of a 2WikiMultihopQA file's questions "
+        "with each system and look for every gold fact (evidences) among them; count the outputs lost "
+        "to their form (benchmarks/evidences.py has the rules).",
+    )
+    add_evidences_bench_arguments(bv)
+    add_config_args(bv)
     be = bsub.add_parser("eval", help="retrieval-evaluation questions/s: Ray Data actor pool vs one process")
     add_eval_bench_arguments(be)
     bs = bsub.add_parser(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from indexing.formats import FORMATS
+
     p = sub.add_parser(
         "index",
         help="build, resume, extend or shrink a KG index (`hoprag index stats DIR` prints statistics)",
@@ -24,7 +27,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--corpus",
         type=Path,
-        help="GFM-RAG raw dir (DIR/raw/documents.json or DIR/raw/dataset_corpus.json), .json, .jsonl or .parquet",
+        help="GFM-RAG raw dir (DIR/raw/documents.json or DIR/raw/dataset_corpus.json), .json, .jsonl or "
+        ".parquet; or a published benchmark file (see --format)",
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        help="how to read --corpus: gfmrag (hoprag's own inputs), hotpotqa / 2wikimultihopqa (JSON list "
+        "with context), musique (JSONL), hipporag (HippoRAG 2's NAME_corpus.json + NAME.json: the "
+        "directory or either file); auto (default) detects a published format when the layout is "
+        "unambiguous. Published formats index every paragraph (pooled) and their questions as 'test'",
     )
     p.add_argument(
         "--graph",
@@ -60,7 +73,8 @@ def run_index(args: argparse.Namespace) -> int:
     from hoprag.config import load_config
     from hoprag.kg.store import KGIndexError
     from indexing.config import IndexConfig
-    from indexing.corpus import CorpusError, read_corpus
+    from indexing.corpus import CorpusError
+    from indexing.formats import read_published
     from indexing.pipeline import build_index
 
     config = load_config(IndexConfig, args.config, args.overrides)
@@ -76,7 +90,9 @@ def run_index(args: argparse.Namespace) -> int:
     if args.add and args.corpus is None:
         raise UserError("index --add needs --corpus with the documents to add")
     try:
-        corpus = read_corpus(args.corpus) if args.corpus else None
+        corpus = read_published(args.corpus, args.format) if args.corpus else None
+        if corpus is not None and corpus.report:
+            print(f"read {args.corpus} as {corpus.format}: " + "\n".join(corpus.report), file=sys.stderr)
         summary = build_index(args.out, config, corpus=corpus, add=args.add, delete_titles=deletions)
     except (CorpusError, KGIndexError) as exc:
         raise UserError(str(exc)) from exc

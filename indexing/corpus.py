@@ -56,6 +56,8 @@ class Corpus:
     questions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     problems: Counter[str] = field(default_factory=Counter)
     source: str = ""
+    report: list[str] = field(default_factory=list)  # a published-format read's item report
+    format: str = "gfmrag"  # the reader that read it (indexing.formats)
 
 
 def _read_text(path: Path, problems: Counter[str]) -> str:

@@ -86,6 +86,25 @@ class ChatRequestBase(BaseModel):
     )
 
 
+class JsonSchemaFormat(BaseModel):
+    """``response_format.json_schema``: the schema the answer must follow."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    name: str = Field(default="answer", description="A name for the schema (not used to decode).")
+    schema_: dict[str, Any] = Field(alias="schema", description="The JSON schema of the answer.")
+    strict: bool | None = Field(default=None, description="Accepted; decoding follows the schema either way.")
+
+
+class ResponseFormat(BaseModel):
+    """``response_format``: free text, any JSON object, or JSON following a schema."""
+
+    type: Literal["text", "json_object", "json_schema"] = Field(description="The answer's form.")
+    json_schema: JsonSchemaFormat | None = Field(
+        default=None, description="With type json_schema: the schema."
+    )
+
+
 class SamplingFields(BaseModel):
     """The sampling fields an LLM server honours (unset: the server's defaults)."""
 
@@ -96,6 +115,11 @@ class SamplingFields(BaseModel):
     temperature: float | None = Field(default=None, ge=0, description="0: greedy.")
     stop: str | list[str] | None = Field(default=None, description="Stop sequences (cut from the text).")
     n: int | None = Field(default=None, description="Choices per prompt; only 1 is supported.")
+    response_format: ResponseFormat | None = Field(
+        default=None,
+        description="json_schema / json_object: the answer is decoded to follow it where the backend "
+        "can constrain decoding (the embedded model), else the schema is passed on as a hint.",
+    )
 
 
 class ChatCompletionsRequest(ChatRequestBase, SamplingFields):

@@ -488,7 +488,21 @@ def _params(body: SamplingFields) -> GenerationParams:
     max_tokens = body.max_tokens or body.max_completion_tokens or defaults.max_new_tokens
     temperature = defaults.temperature if body.temperature is None else body.temperature
     stop = (body.stop,) if isinstance(body.stop, str) else tuple(body.stop or ())
-    return GenerationParams(max_new_tokens=max_tokens, temperature=float(temperature), stop=stop)
+    return GenerationParams(
+        max_new_tokens=max_tokens, temperature=float(temperature), stop=stop, json_schema=_json_schema(body)
+    )
+
+
+def _json_schema(body: SamplingFields) -> str | None:
+    """The JSON schema a request's ``response_format`` asks for (``json_object``: any object)."""
+    wanted = body.response_format
+    if wanted is None or wanted.type == "text":
+        return None
+    if wanted.type == "json_object":
+        return json.dumps({"type": "object"})
+    if wanted.json_schema is None:
+        raise RequestError("response_format.json_schema is required with type json_schema")
+    return json.dumps(wanted.json_schema.schema_, sort_keys=True)
 
 
 def _messages(messages: Sequence[ChatMessageIn]) -> list[ChatMessage]:

@@ -626,3 +626,27 @@ def test_a_400_for_another_reason_keeps_structured_output_on() -> None:
         assert c.error == "http_400" and len(srv.requests) == 2  # with the schema, then without
         client.generate([prompt], params)
     assert "response_format" in srv.requests[2][1] and "structured_output_refused" not in client.stats
+
+
+def test_the_server_hands_response_format_to_the_backend_as_a_json_schema(
+    chat_server: tuple[OpenAIProtocolServer, EchoLLM],
+) -> None:
+    """Our client's structured-output request reaches the served LLM as GenerationParams.json_schema
+    (the embedded model constrains decoding to it); json_object asks for any object."""
+    import openai
+
+    server, llm = chat_server
+    prompt, params = _json_spec()
+    with _client(server.base_url, "chat") as client:
+        assert client.generate([prompt], params)[0].ok
+    assert json.loads(llm.seen[-1][1].json_schema or "") == json.loads(params.json_schema or "")
+    official = openai.OpenAI(base_url=server.base_url, api_key="unused")
+    messages = [{"role": "user", "content": "hi"}]
+    official.chat.completions.create(model="m", messages=messages, response_format={"type": "json_object"})
+    assert json.loads(llm.seen[-1][1].json_schema or "") == {"type": "object"}
+    official.chat.completions.create(model="m", messages=messages, response_format={"type": "text"})
+    assert llm.seen[-1][1].json_schema is None
+    with pytest.raises(openai.BadRequestError, match="json_schema is required"):
+        official.chat.completions.create(
+            model="m", messages=messages, response_format={"type": "json_schema"}
+        )

@@ -1,0 +1,285 @@
+"""``hoprag bench evidences``: extraction on real paragraphs against a published benchmark's gold facts.
+
+2WikiMultihopQA gives each question its gold facts (``evidences``: ``[subject, relation, object]``,
+names as Wikidata labels). Each *system* (an LLM backend config, as in ``hoprag bench extract``)
+extracts triples from the questions' supporting paragraphs with indexing's own code path
+(:func:`benchmarks.extract.run_system`), and every question's gold facts are looked for among the
+triples of its supporting paragraphs:
+
+* **pair found, equal**: a triple whose normalized subject and object equal the fact's, in either
+  direction (normalized as ``hoprag bench extract`` does: lowercase, punctuation to spaces, a
+  leading article dropped);
+* **pair found, loose**: the same where one name may contain the other as whole words (the
+  paragraph "Aylwin (film)" and the label "Aylwin"; "Frank McDonald" and "Frank McDonald
+  (director)").
+
+Per system it also reports what became of every output (the *format* failures issue 54 counts):
+
+* ``status``: ``ok``, ``no_triples`` (parsed, every triple dropped), ``unparseable`` (nothing
+  triple-shaped in the output), ``empty_output``, ``error``;
+* **format-lost**: paragraphs left without a triple because of the output's form, not its content:
+  ``unparseable``, or ``no_triples`` where every dropped row was mis-shaped (two parts, too many, too
+  few); content drops (a name not in the passage, a self loop, a duplicate) are not format;
+* **repaired**: outputs whose JSON had to be repaired to be read (cut off, trailing comma, quotes),
+  and rows put back into three parts (``repaired`` rows).
+
+Relations are not scored here: a real paragraph's relation and Wikidata's property name ("director"
+vs "directed by") need a judgment this script does not make.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from benchmarks.extract import BenchDocuments, BenchInputError, normalize_argument, run_system
+from benchmarks.harness import publish
+from hoprag.config import StrictModel
+from hoprag.llm.factory import LLMBackendConfig
+from indexing.config import ExtractionConfig
+
+FORMAT_DROPS = frozenset({"two_parts", "too_many_parts", "too_few_parts"})
+
+
+class EvidenceBenchConfig(StrictModel):
+    """Systems and extraction settings (``--config FILE``, ``--set KEY=VALUE``, ``--llm-config``)."""
+
+    systems: dict[str, LLMBackendConfig] = Field(
+        default_factory=lambda: {"student": LLMBackendConfig.model_validate({"backend": "embedded"})},
+        description="LLM backend config per system name (default: 'student', the embedded default). "
+        "--llm-config NAME=FILE or --set systems.NAME.KEY=VALUE adds or changes one.",
+    )
+    extraction: ExtractionConfig = Field(
+        default_factory=ExtractionConfig,
+        description="As in the indexing config: passage size, generation budget, batch size.",
+    )
+
+
+@dataclass
+class EvidenceQuestions:
+    """The questions with gold facts, and the paragraphs they need (each once)."""
+
+    ids: list[str]
+    facts: list[list[tuple[str, str, str]]]
+    paragraphs: list[list[int]]  # per question: positions in ``documents``
+    documents: BenchDocuments
+
+
+def load_evidence_questions(path: Path, fmt: str = "auto", limit: int | None = None) -> EvidenceQuestions:
+    """Questions of a published benchmark file that carry ``evidences``, with their supporting paragraphs."""
+    from indexing.formats import read_published
+
+    corpus = read_published(path, fmt)  # type: ignore[arg-type]
+    text_of = {d.title: d.text for d in corpus.documents}
+    rows = [q for q in corpus.questions.get("test", []) if q.get("evidences") and q["supporting_facts"]]
+    if not rows:
+        raise BenchInputError(
+            f"{path}: no question with gold facts (2WikiMultihopQA 'evidences') and paragraphs"
+        )
+    rows = rows[:limit] if limit else rows
+    titles: dict[str, int] = {}
+    for q in rows:
+        for key in q["supporting_facts"]:
+            titles.setdefault(key, len(titles))
+    docs = BenchDocuments(list(titles), [text_of[t] for t in titles], [[] for _ in titles])
+    return EvidenceQuestions(
+        [q["id"] for q in rows],
+        [[(h, r, t) for h, r, t in q["evidences"]] for q in rows],
+        [[titles[k] for k in q["supporting_facts"]] for q in rows],
+        docs,
+    )
+
+
+def _contains(a: str, b: str) -> bool:
+    return bool(a and b) and (f" {a} " in f" {b} " or f" {b} " in f" {a} ")
+
+
+def pair_found(fact: tuple[str, str, str], triples: Sequence[tuple[str, str, str]], loose: bool) -> bool:
+    """Whether a triple links the fact's subject and object, in either direction (module docstring)."""
+    head, tail = normalize_argument(fact[0]), normalize_argument(fact[2])
+    for s, _, o in triples:
+        ns, no = normalize_argument(s), normalize_argument(o)
+        for x, y in ((ns, no), (no, ns)):
+            if (x == head and y == tail) or (loose and _contains(x, head) and _contains(y, tail)):
+                return True
+    return False
+
+
+def score_questions(
+    questions: EvidenceQuestions, triples: Sequence[Sequence[tuple[str, str, str]]]
+) -> dict[str, Any]:
+    """Gold-fact pair recall (equal and loose), micro-averaged over facts, and per relation."""
+    n: Counter[str] = Counter()
+    by_relation: dict[str, Counter[str]] = {}
+    for facts, paragraphs in zip(questions.facts, questions.paragraphs, strict=True):
+        pooled = [t for p in paragraphs for t in triples[p]]
+        for fact in facts:
+            counts = by_relation.setdefault(fact[1], Counter())
+            n["facts"] += 1
+            counts["facts"] += 1
+            for kind, loose in (("equal", False), ("loose", True)):
+                hit = pair_found(fact, pooled, loose)
+                n[kind] += hit
+                counts[kind] += hit
+    facts = max(1, n["facts"])
+    return {
+        "gold_facts": n["facts"],
+        "pair_recall_equal": round(n["equal"] / facts, 4),
+        "pair_recall_loose": round(n["loose"] / facts, 4),
+        "pair_recall_loose_by_relation": {
+            rel: [round(c["loose"] / c["facts"], 3), c["facts"]] for rel, c in sorted(by_relation.items())
+        },
+    }
+
+
+def output_forms(records: Sequence[Any]) -> dict[str, Any]:
+    """What became of each paragraph's output (module docstring: statuses, format-lost, repaired)."""
+    statuses = Counter(r.status for r in records)
+    dropped: Counter[str] = Counter()
+    format_lost = 0
+    for r in records:
+        rows = {k for k, v in r.dropped.items() if v and not k.startswith("passage_")}
+        format_lost += r.status == "unparseable" or (
+            r.status == "no_triples" and bool(rows) and rows <= FORMAT_DROPS
+        )
+        dropped.update(r.dropped)
+    return {
+        "statuses": dict(statuses),
+        "format_lost": format_lost,
+        "json_repaired_outputs": dropped.pop("passage_json_repaired", 0),
+        "repaired_rows": sum(r.repaired for r in records),
+        "dropped_rows": {k: v for k, v in dropped.most_common() if not k.startswith("passage_")},
+        "truncated_passages": sum(r.truncated_passages for r in records),
+    }
+
+
+def build_config(
+    config_file: Path | None, overrides: Sequence[str] = (), llm_configs: Sequence[str] = ()
+) -> EvidenceBenchConfig:
+    """Defaults, then ``--config FILE``, ``--llm-config NAME=FILE``, ``--set KEY=VALUE``."""
+    from hoprag.config import ConfigError, load_config, read_yaml_mapping
+    from hoprag.llm.factory import read_llm_config_args
+
+    base: dict[str, Any] = {"systems": {"student": {"backend": "embedded"}}}
+    if config_file is not None:
+        try:
+            base.update(read_yaml_mapping(config_file, "config file"))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+    base.setdefault("systems", {}).update(read_llm_config_args(llm_configs))
+    return load_config(EvidenceBenchConfig, None, overrides, base=base)
+
+
+def run_evidence_benchmark(args: argparse.Namespace) -> int:
+    """Entry point of ``hoprag bench evidences``: every selected system on the same paragraphs."""
+    from hoprag.llm.factory import build_llm
+
+    config = build_config(args.config, args.overrides, args.llm_config)
+    names = list(args.systems or config.systems)
+    unknown = [n for n in names if n not in config.systems]
+    if unknown:
+        raise BenchInputError(f"unknown system(s) {unknown}; configured: {sorted(config.systems)}")
+    questions = load_evidence_questions(args.benchmark, args.format, args.questions)
+    docs = questions.documents
+    result: dict[str, Any] = {
+        "load_average_1min": [round(os.getloadavg()[0], 2)],
+        "benchmark": str(args.benchmark),
+        "questions": len(questions.ids),
+        "paragraphs": len(docs.titles),
+        "extraction": config.extraction.model_dump(mode="json"),
+        "systems": {},
+    }
+    outputs: list[dict[str, Any]] = [{"title": t, "systems": {}} for t in docs.titles]
+    started = time.perf_counter()
+    for name in names:
+        load_started = time.perf_counter()
+        llm = build_llm(config.systems[name])
+        run = run_system(name, llm, docs, config.extraction, time.perf_counter() - load_started)
+        del llm
+        n = max(1, len(docs.titles))
+        result["systems"][name] = {
+            "model_id": run.model_id,
+            "load_seconds": round(run.load_seconds, 1),
+            "paragraphs_per_min": round(60 * len(docs.titles) / run.seconds, 1) if run.seconds > 0 else None,
+            "cpu_seconds_per_paragraph": round(run.cpu_seconds / n, 3),
+            "completion_tokens_per_paragraph": round(run.completion_tokens / n, 1),
+            "triples_per_paragraph": round(sum(len(t) for t in run.triples) / n, 2),
+            **output_forms(run.records),
+            **score_questions(questions, run.triples),
+        }
+        for row, record in zip(outputs, run.records, strict=True):
+            row["systems"][name] = {
+                "status": record.status,
+                "output": record.raw_output,
+                "triples": [list(t) for t in record.triples],
+                "dropped": dict(record.dropped),
+            }
+    result["total_seconds"] = round(time.perf_counter() - started, 1)
+    result["load_average_1min"].append(round(os.getloadavg()[0], 2))
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    outputs_file = workdir / "evidences-bench-paragraphs.jsonl"
+    with outputs_file.open("w", encoding="utf-8") as handle:
+        for row in outputs:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    result["paragraphs_file"] = str(outputs_file)
+    publish("evidences", result, args, table=_table)
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``hoprag bench evidences``'s flags (the CLI adds ``--config`` / ``--set``)."""
+    from indexing.formats import FORMATS
+
+    parser.add_argument(
+        "--benchmark",
+        type=Path,
+        required=True,
+        help="a 2WikiMultihopQA file (or HippoRAG 2 release) with evidences",
+    )
+    parser.add_argument("--format", choices=FORMATS, default="auto", help="its format (default: detected)")
+    parser.add_argument("--questions", type=int, default=None, help="the first N questions with evidences")
+    parser.add_argument(
+        "--systems", nargs="+", default=None, metavar="NAME", help="systems to run (default: all)"
+    )
+    parser.add_argument(
+        "--llm-config",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="add system NAME from a YAML LLM config",
+    )
+    parser.add_argument("--json", action="store_true", help="one line of JSON")
+    parser.add_argument(
+        "--workdir", type=Path, default=Path("runs/bench-evidences"), help="results and outputs"
+    )
+
+
+def _table(result: dict[str, Any]) -> Iterator[str]:
+    yield (
+        f"{result['questions']} questions, {result['paragraphs']} supporting paragraphs of {result['benchmark']}; "
+        f"{result['total_seconds']} s; 1-min load average before/after: {result['load_average_1min']}"
+    )
+    head = (
+        f"{'system':<12} {'para/min':>8} {'triples/para':>12} {'pair R =':>8} {'pair R ~':>8} "
+        f"{'format-lost':>11} {'json repaired':>13} {'statuses'}"
+    )
+    yield head
+    yield "-" * len(head)
+    for name, s in result["systems"].items():
+        ppm = f"{s['paragraphs_per_min']:.1f}" if s["paragraphs_per_min"] is not None else "-"
+        yield (
+            f"{name:<12} {ppm:>8} {s['triples_per_paragraph']:>12.2f} {s['pair_recall_equal']:>8.3f} "
+            f"{s['pair_recall_loose']:>8.3f} {s['format_lost']:>11} {s['json_repaired_outputs']:>13} "
+            f"{s['statuses']}"
+        )
+    yield f"per-paragraph outputs: {result['paragraphs_file']}"

@@ -1,0 +1,109 @@
+"""What every published-format reader produces: paragraphs pooled into documents, questions that
+name their gold and candidate documents, and the items that could not be read.
+
+Paragraph identity is title **and** text: MuSiQue gives different paragraphs one title (e.g. two
+"Green" paragraphs), so a document's key is its title, made unique with a ``" (2)"``, ``" (3)"``, ...
+suffix for the second and later distinct texts under one title. The same paragraph met again (2Wiki
+and HotpotQA repeat them across questions) is one document.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from hoprag.text import clean_document_text
+
+# How many malformed items a report lists one by one; the rest are only counted.
+MAX_LISTED_PROBLEMS = 50
+
+
+def paragraph_text(sentences: list[Any]) -> str:
+    """A paragraph from its sentences: each stripped and joined with one space (HippoRAG 2's 2Wiki
+    corpus is exactly this; HotpotQA's sentences carry their own leading spaces)."""
+    return " ".join(s.strip() for s in sentences if isinstance(s, str) and s.strip())
+
+
+def _identity(title: str, text: str) -> tuple[str, str]:
+    return title, " ".join(text.split())  # whitespace differences do not make another paragraph
+
+
+@dataclass
+class ParagraphPool:
+    """Documents de-duplicated by title and text, keyed by a unique title (module docstring)."""
+
+    documents: dict[str, str] = field(default_factory=dict)  # key -> text, in first-seen order
+    _keys: dict[tuple[str, str], str] = field(default_factory=dict)
+    _by_title: dict[str, list[str]] = field(default_factory=dict)  # title -> its documents' keys
+
+    def add(self, title: str, text: str) -> str:
+        """The key of the document holding this paragraph (added when new)."""
+        title = clean_document_text(title).replace("\n", " ")
+        text = clean_document_text(text)
+        identity = _identity(title, text)
+        found = self._keys.get(identity)
+        if found is not None:
+            return found
+        same_title = self._by_title.setdefault(title, [])
+        count = len(same_title) + 1
+        key = title if count == 1 else f"{title} ({count})"
+        while key in self.documents:  # a real title that already reads "X (2)"
+            count += 1
+            key = f"{title} ({count})"
+        same_title.append(key)
+        self._keys[identity] = key
+        self.documents[key] = text
+        return key
+
+    def key_of(self, title: str, text: str) -> str | None:
+        """The key of an already pooled paragraph, or ``None``."""
+        return self._keys.get(
+            _identity(clean_document_text(title).replace("\n", " "), clean_document_text(text))
+        )
+
+    def keys_titled(self, title: str) -> list[str]:
+        """Every pooled document whose paragraph has this title (more than one in MuSiQue)."""
+        return list(self._by_title.get(clean_document_text(title).replace("\n", " "), ()))
+
+
+@dataclass(frozen=True)
+class ItemProblem:
+    """A question item that was skipped or read in part: where and why."""
+
+    index: int  # position in the file (0-based item / line number - 1)
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"item {self.index}: {self.field}: {self.reason}"
+
+
+@dataclass
+class ReadReport:
+    """Counts and the first :data:`MAX_LISTED_PROBLEMS` problems of one read."""
+
+    items: int = 0
+    questions: int = 0
+    skipped: int = 0
+    unanswerable: int = 0  # MuSiQue "full": kept out of recall, counted here
+    problems: list[ItemProblem] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def problem(self, index: int, field_name: str, reason: str, *, skipped: bool) -> None:
+        self.counts[f"{field_name}: {reason}"] += 1
+        if skipped:
+            self.skipped += 1
+        if len(self.problems) < MAX_LISTED_PROBLEMS:
+            self.problems.append(ItemProblem(index, field_name, reason))
+
+    def lines(self) -> list[str]:
+        """The report as text lines (first problems, then every problem kind with its count)."""
+        out = [
+            f"{self.items} items read, {self.questions} questions kept, {self.skipped} skipped"
+            + (f", {self.unanswerable} unanswerable (not scored for recall)" if self.unanswerable else "")
+        ]
+        out += [f"  {p}" for p in self.problems]
+        if sum(self.counts.values()) > len(self.problems):
+            out += [f"  {n} x {kind}" for kind, n in self.counts.most_common()]
+        return out
