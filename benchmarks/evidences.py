@@ -30,6 +30,7 @@ vs "directed by") need a judgment this script does not make.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
@@ -44,6 +45,7 @@ from pydantic import Field
 from benchmarks.extract import BenchDocuments, BenchInputError, normalize_argument, run_system
 from benchmarks.harness import publish
 from hoprag.config import StrictModel
+from hoprag.llm.embedded import EmbeddedLLMConfig
 from hoprag.llm.factory import LLMBackendConfig
 from indexing.config import ExtractionConfig
 
@@ -61,6 +63,11 @@ class EvidenceBenchConfig(StrictModel):
     extraction: ExtractionConfig = Field(
         default_factory=ExtractionConfig,
         description="As in the indexing config: passage size, generation budget, batch size.",
+    )
+    served: EmbeddedLLMConfig = Field(
+        default_factory=lambda: EmbeddedLLMConfig(adapter=None),
+        description="With --served NAME: the embedded model put behind hoprag's OpenAI-protocol server "
+        "(default: the base model, whose few-shot prompts include the JSON chat ones).",
     )
 
 
@@ -181,14 +188,47 @@ def build_config(
 
 def run_evidence_benchmark(args: argparse.Namespace) -> int:
     """Entry point of ``hoprag bench evidences``: every selected system on the same paragraphs."""
-    from hoprag.llm.factory import build_llm
-
     config = build_config(args.config, args.overrides, args.llm_config)
     names = list(args.systems or config.systems)
     unknown = [n for n in names if n not in config.systems]
     if unknown:
         raise BenchInputError(f"unknown system(s) {unknown}; configured: {sorted(config.systems)}")
     questions = load_evidence_questions(args.benchmark, args.format, args.questions)
+    with contextlib.ExitStack() as stack:
+        for name in args.served:
+            config.systems[name] = stack.enter_context(_served_embedded(config.served))
+            names.append(name)
+        return _run(args, config, names, questions)
+
+
+@contextlib.contextmanager
+def _served_embedded(embedded: EmbeddedLLMConfig) -> Iterator[LLMBackendConfig]:
+    """The embedded model behind the OpenAI-protocol server in this process, as a client config:
+    the path of a user's OpenAI-compatible endpoint (chat prompts, JSON with response_format)."""
+    from hoprag.llm.embedded import EmbeddedLLM
+    from hoprag.llm.openai_server import OpenAIProtocolServer
+
+    with OpenAIProtocolServer(EmbeddedLLM(embedded), model_name="embedded") as server:
+        yield LLMBackendConfig.model_validate(
+            {
+                "backend": "openai",
+                "openai": {
+                    "base_url": server.base_url,
+                    "model": "embedded",
+                    "prompt_style": "chat",
+                    "timeout_s": 600,
+                    "max_concurrency": 1,
+                },
+            }
+        )
+
+
+def _run(
+    args: argparse.Namespace, config: EvidenceBenchConfig, names: list[str], questions: EvidenceQuestions
+) -> int:
+    """Each system on the questions' paragraphs, scored; the report and per-paragraph outputs written."""
+    from hoprag.llm.factory import build_llm
+
     docs = questions.documents
     result: dict[str, Any] = {
         "load_average_1min": [round(os.getloadavg()[0], 2)],
@@ -257,6 +297,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=FILE",
         help="add system NAME from a YAML LLM config",
+    )
+    parser.add_argument(
+        "--served",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="add system NAME: the embedded model (config: served.*) behind hoprag's OpenAI-protocol "
+        "server in this process, reached by the OpenAI-compatible client (chat prompts, JSON with "
+        "response_format): an endpoint's path without a remote server; repeatable",
     )
     parser.add_argument("--json", action="store_true", help="one line of JSON")
     parser.add_argument(

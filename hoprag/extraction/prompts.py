@@ -74,13 +74,31 @@ OPENIE_JSON_SCHEMA = json.dumps(
             "triples": {"type": "array", "items": {**_STRINGS, "minItems": 3, "maxItems": 3}},
         },
         "required": ["named_entities", "triples"],
+        "additionalProperties": False,
     },
     sort_keys=True,
 )
 NER_JSON_SCHEMA = json.dumps(
-    {"type": "object", "properties": {"named_entities": _STRINGS}, "required": ["named_entities"]},
+    {
+        "type": "object",
+        "properties": {"named_entities": _STRINGS},
+        "required": ["named_entities"],
+        "additionalProperties": False,
+    },
     sort_keys=True,
 )
+
+
+# The line-format OpenIE answer as a grammar a constrained decoder follows (hoprag/llm/grammar.py):
+# "(subject | relation | object)" lines, then at most a blank line, which ends the answer. Parts hold
+# no "(", ")", "|" or newline (a name's own parentheses, "Aylwin (film)", would make the line
+# ambiguous to read) and run to 120 characters at most (a 270M model otherwise copies whole
+# sentences into a part). Spaces around "|" belong to the parts; the parser strips them.
+OPENIE_LINES_GRAMMAR = r"""
+start: triple+ "\n"?
+triple: "(" PART "|" PART "|" PART ")\n"
+PART: /[^|()\n]{1,120}/
+"""
 
 
 def _triple_line(t: tuple[str, str, str]) -> str:
@@ -95,7 +113,12 @@ def openie_prompt(
     if student:
         prompt = f"{_OPENIE_INSTRUCTION}\n\nPassage: {passage}\nTriples:\n"
         params = GenerationParams(
-            max_new_tokens, 0.0, ("\n\n", "Passage:"), stop_on_repeated_line=True, task=TASK_OPENIE
+            max_new_tokens,
+            0.0,
+            ("\n\n", "Passage:"),
+            stop_on_repeated_line=True,
+            grammar=OPENIE_LINES_GRAMMAR,
+            task=TASK_OPENIE,
         )
         return PromptSpec(prompt, params, "lines")
     if style == "completion":
@@ -106,7 +129,12 @@ def openie_prompt(
         head = "Extract the facts of each passage as (subject | relation | object) triples, one per line.\n\n"
         prompt = head + "\n\n".join(shots) + f"\n\nPassage: {passage}\nTriples:\n"
         params = GenerationParams(
-            max_new_tokens, 0.0, ("\n\n", "Passage:"), stop_on_repeated_line=True, task=TASK_OPENIE
+            max_new_tokens,
+            0.0,
+            ("\n\n", "Passage:"),
+            stop_on_repeated_line=True,
+            grammar=OPENIE_LINES_GRAMMAR,
+            task=TASK_OPENIE,
         )
         return PromptSpec(prompt, params, "lines")
     example_text, example_triples = _FEW_SHOT[0]

@@ -43,6 +43,10 @@ class GenerationParams:
     """The JSON schema (serialized) an answer to a JSON prompt follows. A backend that can constrain
     decoding to it does (an OpenAI-compatible endpoint's ``response_format``); others ignore it and
     the parser reads (and repairs) what comes."""
+    grammar: str | None = None
+    """A Lark grammar (llguidance's dialect) an answer in a line format follows, e.g. the triple
+    lines of the OpenIE prompts. The embedded model constrains decoding to it
+    (:mod:`hoprag.llm.grammar`); other backends ignore it and the parser reads what comes."""
     task: str | None = None
     """The pipeline task the prompt belongs to (``openie``, ``ner``, ``answer``, ``plan``, ``update``,
     ``judge``, ...; set by the prompt builders). A backend serving a distilled student applies its

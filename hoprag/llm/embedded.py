@@ -48,6 +48,8 @@ from hoprag.paths import cache_dir
 if TYPE_CHECKING:
     import torch
 
+    from hoprag.llm.grammar import DecodingGrammars
+
 logger = logging.getLogger(__name__)
 
 EMBEDDED_MODEL_NAME = "gemma-3-270m-q4_k_m"
@@ -56,6 +58,9 @@ ADAPTER_SETTING = "llm.embedded.adapter"  # the setting named in adapter errors
 # Stop-string criteria by (checkpoint, vocabulary size, stop tuple): see _stop_string_criterion.
 _STOP_CRITERIA: dict[tuple[str, int, tuple[str, ...]], object] = {}
 _STOP_CRITERIA_LOCK = threading.Lock()
+# Constrained-decoding grammars by (checkpoint, vocabulary size): see _decoding_grammars.
+_GRAMMARS: dict[tuple[str, int], DecodingGrammars] = {}
+_GRAMMARS_LOCK = threading.Lock()
 
 
 class EmbeddedLLMConfig(StrictModel):
@@ -93,6 +98,14 @@ class EmbeddedLLMConfig(StrictModel):
         f"[{PACKAGED_STUDENT}, runs/student-planner/adapter]): each serves the tasks its student.json "
         "lists (no task in two), each merged into its own copy of the weights it changes; prompts "
         "without a task get the first.",
+    )
+
+    constrained_decoding: bool = Field(
+        default=True,
+        description="Decode prompts that carry a JSON schema (the JSON extraction / entity prompts, an "
+        "OpenAI response_format sent to `OpenAIProtocolServer`) or a line grammar (the OpenIE triple "
+        "lines) so that the answer follows it (llguidance; hoprag/llm/grammar.py). false: free "
+        "decoding, read by the tolerant parsers.",
     )
 
     @field_validator("adapter")
@@ -353,6 +366,20 @@ class EmbeddedLLM:
                 token.cancel()
                 worker.join()
 
+    def _decoding_grammars(self) -> DecodingGrammars:
+        """This tokenizer's decoding grammars (:mod:`hoprag.llm.grammar`), built on first use and
+        shared by every :class:`EmbeddedLLM` of the checkpoint in the process (building the
+        tokenizer's view takes ~5 s for Gemma's 262k tokens)."""
+        from hoprag.llm.grammar import DecodingGrammars
+
+        vocab = max(len(self._tokenizer), int(self._model.config.vocab_size))
+        key = (self._tokenizer_key[0], vocab)
+        with _GRAMMARS_LOCK:
+            found = _GRAMMARS.get(key)
+            if found is None:
+                found = _GRAMMARS[key] = DecodingGrammars(self._tokenizer, vocab)
+            return found
+
     def _stop_string_criterion(self, stop: tuple[str, ...]) -> object:
         """transformers' stop-string criterion for ``stop``, built once per tokenizer and stop tuple
         in the process (shared by every :class:`EmbeddedLLM` of one checkpoint: the base model, a
@@ -407,6 +434,15 @@ class EmbeddedLLM:
             kwargs["stopping_criteria"] = criteria
         if streamer is not None:
             kwargs["streamer"] = streamer
+        if (params.json_schema or params.grammar) and self.config.constrained_decoding:
+            from transformers import LogitsProcessorList
+
+            grammars = self._decoding_grammars()
+            grammar = grammars.grammar(json_schema=params.json_schema, lark=params.grammar)
+            processor = grammars.processor(
+                grammar, len(texts), enc["input_ids"].shape[1], greedy=params.temperature <= 0
+            )
+            kwargs["logits_processor"] = LogitsProcessorList([processor])
         model = self._model_for(params.task)
         with torch.inference_mode():
             out = model.generate(**enc, **kwargs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -187,6 +188,10 @@ def test_the_shipped_student_extracts_links_and_answers_with_its_short_prompts(s
     pairs = {frozenset((h.lower(), t.lower())) for h, _, t in parse_openie_output(out.text, passage).triples}
     assert {frozenset(("velmora tesk", "quillan")), frozenset(("velmora tesk", "arden polytechnic"))} <= pairs
     assert out.prompt_tokens < 60  # instruction + passage: no few-shot block
+    # decoded under the line grammar (OPENIE_LINES_GRAMMAR): every line is a whole triple
+    assert all(
+        re.fullmatch(r"\([^|()\n]+\|[^|()\n]+\|[^|()\n]+\)", line) for line in out.text.splitlines() if line
+    )
 
     question = "Where was the director of Marrow Lane born?"
     spec = ner_prompt(question, "completion", student=True)

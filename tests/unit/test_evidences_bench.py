@@ -1,0 +1,84 @@
+"""hoprag bench evidences: the gold-fact matching rules and the output-form counts (benchmarks/evidences.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from benchmarks.evidences import (
+    EvidenceQuestions,
+    load_evidence_questions,
+    output_forms,
+    pair_found,
+    score_questions,
+)
+from benchmarks.extract import BenchDocuments, BenchInputError
+from indexing.extract import ExtractionRecord
+
+REAL = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "real" / "2wikimultihopqa"
+
+
+def test_a_pair_is_found_in_either_direction_and_loosely_when_one_name_contains_the_other():
+    fact = ("Midnight Court (film)", "director", "Frank McDonald")
+    assert pair_found(fact, [("Frank McDonald", "directed", "midnight court (film)")], loose=False)
+    assert not pair_found(fact, [("Midnight Court", "directed by", "Frank McDonald")], loose=False)
+    assert pair_found(fact, [("Midnight Court", "directed by", "Frank McDonald")], loose=True)
+    # containment is by whole words: "Frank" is not "Franklin"
+    assert not pair_found(fact, [("Midnight Court", "directed by", "Franklin McDonald Jr")], loose=True)
+    assert not pair_found(fact, [("Midnight Court", "released in", "1937")], loose=True)
+
+
+def test_the_real_sample_loads_with_each_supporting_paragraph_once():
+    questions = load_evidence_questions(REAL / "2wikimultihopqa.json")
+    assert len(questions.ids) == 10 and all(questions.paragraphs) and all(questions.facts)
+    titles = questions.documents.titles
+    assert len(titles) == len(set(titles)) == len({p for ps in questions.paragraphs for p in ps})
+
+
+def test_recall_counts_a_fact_only_among_its_own_questions_paragraphs():
+    docs = BenchDocuments(["A", "B", "C"], ["a", "b", "c"], [[], [], []])
+    questions = EvidenceQuestions(
+        ["q1", "q2"],
+        [[("Ann", "mother", "Bea"), ("Ann", "born", "1901")], [("Cal", "director", "Dee")]],
+        [[0, 1], [2]],
+        docs,
+    )
+    triples = [[("Bea", "mother of", "Ann")], [], [("Ann", "born in", "1901")]]  # the second is in q2's
+    scores = score_questions(questions, triples)
+    assert scores["gold_facts"] == 3 and scores["pair_recall_equal"] == round(1 / 3, 4)
+    assert scores["pair_recall_loose_by_relation"] == {
+        "born": [0.0, 1],
+        "director": [0.0, 1],
+        "mother": [1.0, 1],
+    }
+
+
+def test_a_file_without_gold_facts_is_refused(tmp_path):
+    path = tmp_path / "hotpot.json"
+    path.write_text((REAL.parent / "hotpotqa" / "dev-distractor-sample.json").read_text(encoding="utf-8"))
+    with pytest.raises(BenchInputError, match="no question with gold facts"):
+        load_evidence_questions(path)
+
+
+def _record(status: str, dropped: dict[str, int], repaired: int = 0) -> ExtractionRecord:
+    return ExtractionRecord(
+        doc_key="d", status=status, model_id="m", dropped=Counter(dropped), repaired=repaired
+    )  # type: ignore[arg-type]
+
+
+def test_outputs_lost_to_their_form_are_told_from_outputs_lost_to_their_content():
+    forms = output_forms(
+        [
+            _record("ok", {"passage_json_repaired": 1, "ungrounded": 2}, repaired=1),
+            _record("unparseable", {"passage_unparseable": 1}),
+            _record("no_triples", {"passage_no_triples": 1, "two_parts": 2, "too_few_parts": 1}),  # form
+            _record("no_triples", {"passage_no_triples": 1, "two_parts": 1, "ungrounded": 1}),  # content too
+            _record("empty_output", {"passage_empty_output": 1}),
+        ]
+    )
+    assert forms["format_lost"] == 2
+    assert forms["json_repaired_outputs"] == 1 and forms["repaired_rows"] == 1
+    assert forms["statuses"] == {"ok": 1, "unparseable": 1, "no_triples": 2, "empty_output": 1}
+    assert forms["dropped_rows"] == {"two_parts": 3, "ungrounded": 3, "too_few_parts": 1}
