@@ -189,15 +189,17 @@ def build_config(
 def run_evidence_benchmark(args: argparse.Namespace) -> int:
     """Entry point of ``hoprag bench evidences``: every selected system on the same paragraphs."""
     config = build_config(args.config, args.overrides, args.llm_config)
-    names = list(args.systems or config.systems)
-    unknown = [n for n in names if n not in config.systems]
+    names = list(args.systems or [*config.systems, *args.served])
+    unknown = [n for n in names if n not in config.systems and n not in args.served]
     if unknown:
-        raise BenchInputError(f"unknown system(s) {unknown}; configured: {sorted(config.systems)}")
+        raise BenchInputError(
+            f"unknown system(s) {unknown}; configured: {sorted(config.systems)}, served: {args.served}"
+        )
     questions = load_evidence_questions(args.benchmark, args.format, args.questions)
     with contextlib.ExitStack() as stack:
         for name in args.served:
-            config.systems[name] = stack.enter_context(_served_embedded(config.served))
-            names.append(name)
+            if name in names:
+                config.systems[name] = stack.enter_context(_served_embedded(config.served))
         return _run(args, config, names, questions)
 
 
