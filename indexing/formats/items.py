@@ -63,7 +63,10 @@ def _first_char(path: Path) -> str:
 
 
 def first_item(path: Path) -> Any:
-    """The first item of a JSON list or JSONL file (``None`` when there is none), for detection."""
+    """The first item of a JSON list or JSONL file (``None`` when there is none, or when a
+    ``.json`` file is not a list: a ``{title: text}`` corpus is not parsed through to find out)."""
+    if path.suffix != ".jsonl" and _first_char(path) != "[":
+        return None
     for _, item in iter_items(path, ReadReport()):
         return item
     return None

@@ -160,5 +160,10 @@ def test_files_that_are_not_published_formats_go_to_the_native_reader(tmp_path):
     native = _write(tmp_path / "docs.json", [{"title": "A", "text": "Alpha."}])
     assert detect_format(native) == "gfmrag"
     assert [d.title for d in read_published(native).documents] == ["A"]
+    mapping = tmp_path / "raw" / "dataset_corpus.json"  # GFM-RAG's {title: text}: not a pair, not a list
+    mapping.parent.mkdir()
+    mapping.write_text(json.dumps({"B": "Beta."}), encoding="utf-8")
+    assert detect_format(mapping) == detect_format(tmp_path) == "gfmrag"
+    assert [d.title for d in read_published(tmp_path).documents] == ["B"]
     with pytest.raises(CorpusError, match="does not exist"):
         read_published(tmp_path / "missing.json")
