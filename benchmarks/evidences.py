@@ -42,7 +42,13 @@ from typing import Any
 
 from pydantic import Field
 
-from benchmarks.extract import BenchDocuments, BenchInputError, normalize_argument, run_system
+from benchmarks.extract import (
+    BenchDocuments,
+    BenchInputError,
+    build_systems_config,
+    normalize_argument,
+    run_system,
+)
 from benchmarks.harness import publish
 from hoprag.config import StrictModel
 from hoprag.llm.embedded import EmbeddedLLMConfig
@@ -173,17 +179,8 @@ def build_config(
     config_file: Path | None, overrides: Sequence[str] = (), llm_configs: Sequence[str] = ()
 ) -> EvidenceBenchConfig:
     """Defaults, then ``--config FILE``, ``--llm-config NAME=FILE``, ``--set KEY=VALUE``."""
-    from hoprag.config import ConfigError, load_config, read_yaml_mapping
-    from hoprag.llm.factory import read_llm_config_args
-
-    base: dict[str, Any] = {"systems": {"student": {"backend": "embedded"}}}
-    if config_file is not None:
-        try:
-            base.update(read_yaml_mapping(config_file, "config file"))
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from exc
-    base.setdefault("systems", {}).update(read_llm_config_args(llm_configs))
-    return load_config(EvidenceBenchConfig, None, overrides, base=base)
+    systems = {"student": {"backend": "embedded"}}
+    return build_systems_config(EvidenceBenchConfig, systems, config_file, overrides, llm_configs)
 
 
 def run_evidence_benchmark(args: argparse.Namespace) -> int:

@@ -50,7 +50,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from pydantic import Field
@@ -63,6 +63,7 @@ from hoprag.text import normalize_entity
 from indexing.config import ExtractionConfig
 
 RELATION_COSINE = 0.6
+ConfigT = TypeVar("ConfigT", bound=StrictModel)
 DEFAULT_SYSTEMS = ("embedded", "reference")
 _ARTICLES = ("the ", "a ", "an ")
 
@@ -383,18 +384,30 @@ def build_config(
 ) -> ExtractBenchConfig:
     """Defaults (the two default systems), then ``--config FILE``, ``--llm-config NAME=FILE`` (an LLM
     backend mapping, or a mapping with an ``llm`` section such as an indexing config), ``--set``."""
-    from hoprag.config import ConfigError, load_config, read_yaml_mapping
+    systems = default_systems(_raw_dir(Path(benchmark)) / "world.json")
+    return build_systems_config(ExtractBenchConfig, systems, config_file, overrides, llm_configs)
 
-    base: dict[str, Any] = {"systems": default_systems(_raw_dir(Path(benchmark)) / "world.json")}
+
+def build_systems_config(
+    model: type[ConfigT],
+    systems: dict[str, dict[str, Any]],
+    config_file: Path | None,
+    overrides: Sequence[str],
+    llm_configs: Sequence[str],
+) -> ConfigT:
+    """A benchmark config with LLM ``systems``: the default ``systems``, then ``--config FILE``,
+    ``--llm-config NAME=FILE`` and ``--set KEY=VALUE`` (shared by the benchmarks that compare LLMs)."""
+    from hoprag.config import ConfigError, load_config, read_yaml_mapping
+    from hoprag.llm.factory import read_llm_config_args
+
+    base: dict[str, Any] = {"systems": systems}
     if config_file is not None:
         try:
             base.update(read_yaml_mapping(config_file, "config file"))
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
-    from hoprag.llm.factory import read_llm_config_args
-
     base.setdefault("systems", {}).update(read_llm_config_args(llm_configs))
-    return load_config(ExtractBenchConfig, None, overrides, base=base)
+    return load_config(model, None, overrides, base=base)
 
 
 @dataclass

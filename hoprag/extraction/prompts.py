@@ -101,6 +101,18 @@ PART: /[^|()\n]{1,120}/
 """
 
 
+def _openie_line_params(max_new_tokens: int) -> GenerationParams:
+    """Generation settings of the line-format OpenIE prompts (student and few-shot)."""
+    return GenerationParams(
+        max_new_tokens,
+        0.0,
+        ("\n\n", "Passage:"),
+        stop_on_repeated_line=True,
+        grammar=OPENIE_LINES_GRAMMAR,
+        task=TASK_OPENIE,
+    )
+
+
 def _triple_line(t: tuple[str, str, str]) -> str:
     return f"({t[0]} | {t[1]} | {t[2]})"
 
@@ -112,14 +124,7 @@ def openie_prompt(
     ``student``: the short prompt of a distilled student (no examples; same output format)."""
     if student:
         prompt = f"{_OPENIE_INSTRUCTION}\n\nPassage: {passage}\nTriples:\n"
-        params = GenerationParams(
-            max_new_tokens,
-            0.0,
-            ("\n\n", "Passage:"),
-            stop_on_repeated_line=True,
-            grammar=OPENIE_LINES_GRAMMAR,
-            task=TASK_OPENIE,
-        )
+        params = _openie_line_params(max_new_tokens)
         return PromptSpec(prompt, params, "lines")
     if style == "completion":
         shots = []
@@ -128,14 +133,7 @@ def openie_prompt(
             shots.append(f"Passage: {text}\nTriples:\n{lines}")
         head = "Extract the facts of each passage as (subject | relation | object) triples, one per line.\n\n"
         prompt = head + "\n\n".join(shots) + f"\n\nPassage: {passage}\nTriples:\n"
-        params = GenerationParams(
-            max_new_tokens,
-            0.0,
-            ("\n\n", "Passage:"),
-            stop_on_repeated_line=True,
-            grammar=OPENIE_LINES_GRAMMAR,
-            task=TASK_OPENIE,
-        )
+        params = _openie_line_params(max_new_tokens)
         return PromptSpec(prompt, params, "lines")
     example_text, example_triples = _FEW_SHOT[0]
     messages: list[ChatMessage] = [

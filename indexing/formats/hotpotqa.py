@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexing.formats.model import ParagraphPool, ReadReport, paragraph_text
+from indexing.formats.model import ParagraphPool, ReadReport, item_question, paragraph_text
 
 
 def _context(
@@ -65,12 +65,8 @@ def _evidences(item: dict[str, Any]) -> list[list[str]]:
 def read_hotpot_item(item: Any, index: int, pool: ParagraphPool, report: ReadReport) -> dict[str, Any] | None:
     """One HotpotQA / 2Wiki item as a question (GFM-RAG question fields plus ``candidate_documents``
     and, for 2Wiki, ``evidences``); ``None`` (reported) when it has no question."""
-    if not isinstance(item, dict):
-        report.problem(index, "item", "not a JSON object", skipped=True)
-        return None
-    question = item.get("question")
-    if not isinstance(question, str) or not question.strip():
-        report.problem(index, "question", "missing or empty", skipped=True)
+    question = item_question(item, index, report)
+    if question is None:
         return None
     own = _context(item, index, pool, report)
     supporting = _supporting(item, index, own, pool, report)
@@ -78,7 +74,7 @@ def read_hotpot_item(item: Any, index: int, pool: ParagraphPool, report: ReadRep
     metadata["hops"] = len(supporting)
     out: dict[str, Any] = {
         "id": str(item.get("_id", item.get("id", f"item-{index}"))),
-        "question": question.strip(),
+        "question": question,
         "answer": str(item.get("answer", "")),
         "answer_aliases": [],
         "supporting_facts": supporting,

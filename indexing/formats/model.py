@@ -107,3 +107,16 @@ class ReadReport:
         if sum(self.counts.values()) > len(self.problems):
             out += [f"  {n} x {kind}" for kind, n in self.counts.most_common()]
         return out
+
+
+def item_question(item: Any, index: int, report: ReadReport) -> str | None:
+    """An item's question text, stripped; ``None`` (reported, item skipped) when the item is not
+    an object or has no question."""
+    if not isinstance(item, dict):
+        report.problem(index, "item", "not a JSON object", skipped=True)
+        return None
+    question = item.get("question")
+    if not isinstance(question, str) or not question.strip():
+        report.problem(index, "question", "missing or empty", skipped=True)
+        return None
+    return question.strip()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexing.formats.model import ParagraphPool, ReadReport
+from indexing.formats.model import ParagraphPool, ReadReport, item_question
 
 
 def _paragraphs(
@@ -65,12 +65,8 @@ def read_musique_item(
 ) -> dict[str, Any] | None:
     """One MuSiQue item as a question (GFM-RAG fields plus ``candidate_documents`` and
     ``decomposition``); ``None`` (reported) when it has no question."""
-    if not isinstance(item, dict):
-        report.problem(index, "item", "not a JSON object", skipped=True)
-        return None
-    question = item.get("question")
-    if not isinstance(question, str) or not question.strip():
-        report.problem(index, "question", "missing or empty", skipped=True)
+    question = item_question(item, index, report)
+    if question is None:
         return None
     paragraphs = _paragraphs(item, index, pool, report)
     answerable = item.get("answerable", True) is not False
@@ -84,7 +80,7 @@ def read_musique_item(
     aliases = item.get("answer_aliases")
     return {
         "id": qid,
-        "question": question.strip(),
+        "question": question,
         "answer": str(item.get("answer", "")),
         "answer_aliases": [str(a) for a in aliases] if isinstance(aliases, list) else [],
         "supporting_facts": supporting,
