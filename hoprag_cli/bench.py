@@ -22,6 +22,7 @@ BENCHMARKS = {
     "evidences": ("benchmarks.evidences", "run_evidence_benchmark"),
     "search": ("benchmarks.search", "run_search_benchmark"),
     "graph": ("benchmarks.graph", "run_graph_benchmark"),
+    "grammar": ("benchmarks.grammar", "run_grammar_benchmark"),
 }
 
 
@@ -29,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from benchmarks.eval import add_arguments as add_eval_bench_arguments
     from benchmarks.evidences import add_arguments as add_evidences_bench_arguments
     from benchmarks.glm_step import add_arguments as add_glm_step_arguments
+    from benchmarks.grammar import add_arguments as add_grammar_bench_arguments
     from benchmarks.graph import add_arguments as add_graph_bench_arguments
     from benchmarks.plan import add_arguments as add_plan_bench_arguments
     from benchmarks.search import add_arguments as add_search_bench_arguments
@@ -118,6 +120,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "on a desktop page) and layout time, label placement on and off",
     )
     add_graph_bench_arguments(bg)
+    bgr = bsub.add_parser(
+        "grammar",
+        help="building the constrained-decoding view of a tokenizer: hoprag's against llguidance's own, "
+        "same run, checked token by token",
+    )
+    add_grammar_bench_arguments(bgr)
     bp = bsub.add_parser("plan", help="planner cost per question: paper-like calls vs hoprag's, same run")
     add_plan_bench_arguments(bp)
     add_config_args(bp)

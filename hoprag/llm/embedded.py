@@ -58,8 +58,9 @@ ADAPTER_SETTING = "llm.embedded.adapter"  # the setting named in adapter errors
 # Stop-string criteria by (checkpoint, vocabulary size, stop tuple): see _stop_string_criterion.
 _STOP_CRITERIA: dict[tuple[str, int, tuple[str, ...]], object] = {}
 _STOP_CRITERIA_LOCK = threading.Lock()
-# Constrained-decoding grammars by (checkpoint, vocabulary size): see _decoding_grammars.
-_GRAMMARS: dict[tuple[str, int], DecodingGrammars] = {}
+# Constrained-decoding grammars by (checkpoint, vocabulary size), None where llguidance cannot read
+# the tokenizer: see _decoding_grammars.
+_GRAMMARS: dict[tuple[str, int], DecodingGrammars | None] = {}
 _GRAMMARS_LOCK = threading.Lock()
 
 
@@ -366,19 +367,28 @@ class EmbeddedLLM:
                 token.cancel()
                 worker.join()
 
-    def _decoding_grammars(self) -> DecodingGrammars:
+    def _decoding_grammars(self) -> DecodingGrammars | None:
         """This tokenizer's decoding grammars (:mod:`hoprag.llm.grammar`), built on first use and
-        shared by every :class:`EmbeddedLLM` of the checkpoint in the process (building the
-        tokenizer's view takes ~5 s for Gemma's 262k tokens)."""
+        shared by every :class:`EmbeddedLLM` of the checkpoint in the process (the tokenizer view
+        takes ~1 s for Gemma's 262k tokens; :mod:`hoprag.llm.tokenizer_view`). ``None``, with one
+        warning, for a tokenizer llguidance cannot read: such a model decodes freely."""
         from hoprag.llm.grammar import DecodingGrammars
 
         vocab = max(len(self._tokenizer), int(self._model.config.vocab_size))
         key = (self._tokenizer_key[0], vocab)
         with _GRAMMARS_LOCK:
-            found = _GRAMMARS.get(key)
-            if found is None:
-                found = _GRAMMARS[key] = DecodingGrammars(self._tokenizer, vocab)
-            return found
+            if key not in _GRAMMARS:
+                try:
+                    _GRAMMARS[key] = DecodingGrammars(self._tokenizer, vocab)
+                except ValueError as error:
+                    logger.warning(
+                        "constrained decoding is off for %s: llguidance cannot read its tokenizer "
+                        "(%s); answers are decoded freely and read by the tolerant parsers",
+                        key[0],
+                        error,
+                    )
+                    _GRAMMARS[key] = None
+            return _GRAMMARS[key]
 
     def _stop_string_criterion(self, stop: tuple[str, ...]) -> object:
         """transformers' stop-string criterion for ``stop``, built once per tokenizer and stop tuple
@@ -434,10 +444,14 @@ class EmbeddedLLM:
             kwargs["stopping_criteria"] = criteria
         if streamer is not None:
             kwargs["streamer"] = streamer
-        if (params.json_schema or params.grammar) and self.config.constrained_decoding:
+        grammars = (
+            self._decoding_grammars()
+            if (params.json_schema or params.grammar) and self.config.constrained_decoding
+            else None
+        )
+        if grammars is not None:
             from transformers import LogitsProcessorList
 
-            grammars = self._decoding_grammars()
             grammar = grammars.grammar(json_schema=params.json_schema, lark=params.grammar)
             processor = grammars.processor(
                 grammar, len(texts), enc["input_ids"].shape[1], greedy=params.temperature <= 0

@@ -34,12 +34,12 @@ _JSON_LIKE_DUMPS = {
 
 class DecodingGrammars:
     """One tokenizer's grammar engine: compiled grammars cached per schema (building the tokenizer
-    view costs about a second; compiling a schema a few milliseconds)."""
+    view, :mod:`hoprag.llm.tokenizer_view`, costs seconds; compiling a schema a few milliseconds)."""
 
     def __init__(self, hf_tokenizer: Any, vocab_size: int) -> None:
-        import llguidance.hf
+        from hoprag.llm.tokenizer_view import tokenizer_view
 
-        self._tokenizer = llguidance.hf.from_tokenizer(hf_tokenizer, n_vocab=vocab_size)
+        self._tokenizer = tokenizer_view(hf_tokenizer, vocab_size)
         self.vocab_size = vocab_size
         self._grammars: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()

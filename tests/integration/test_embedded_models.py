@@ -104,6 +104,25 @@ def test_streaming_gives_the_completion_generate_gives_and_stops_when_cancelled(
     assert gemma.streams_cancelled == before + 1
 
 
+def test_the_packaged_tokenizers_grammar_view_equals_llguidances_own(gemma):
+    """hoprag reads Gemma's 262k token bytes from the vocabulary (hoprag/llm/tokenizer_view.py, 3-6x
+    faster to build); a transformers or llguidance release that changes either side shows here."""
+    import llguidance.hf
+
+    from hoprag.llm.tokenizer_view import token_bytes, tokenizer_view
+
+    tokenizer = gemma._tokenizer
+    assert token_bytes(tokenizer) is not None
+    ours = tokenizer_view(tokenizer, len(tokenizer))
+    theirs = llguidance.hf.from_tokenizer(tokenizer, n_vocab=len(tokenizer), slices=[])
+    ids = range(len(tokenizer))
+    assert [ours.decode_bytes([i]) for i in ids] == [theirs.decode_bytes([i]) for i in ids]
+    assert [ours.is_special_token(i) for i in ids] == [theirs.is_special_token(i) for i in ids]
+    assert ours.eos_tokens == theirs.eos_tokens
+    text = "(Juno Halleck | born in | Quifen)\n héllo 日本\t\n\n<table>"
+    assert ours.tokenize_str(text) == theirs.tokenize_str(text)
+
+
 def test_second_load_uses_the_converted_cache(gemma, monkeypatch):
     import hoprag.llm.embedded as embedded
 
