@@ -23,12 +23,14 @@ BENCHMARKS = {
     "search": ("benchmarks.search", "run_search_benchmark"),
     "graph": ("benchmarks.graph", "run_graph_benchmark"),
     "grammar": ("benchmarks.grammar", "run_grammar_benchmark"),
+    "formats": ("benchmarks.formats", "run_formats_benchmark"),
 }
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     from benchmarks.eval import add_arguments as add_eval_bench_arguments
     from benchmarks.evidences import add_arguments as add_evidences_bench_arguments
+    from benchmarks.formats import add_arguments as add_formats_bench_arguments
     from benchmarks.glm_step import add_arguments as add_glm_step_arguments
     from benchmarks.grammar import add_arguments as add_grammar_bench_arguments
     from benchmarks.graph import add_arguments as add_graph_bench_arguments
@@ -126,6 +128,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "same run, checked token by token",
     )
     add_grammar_bench_arguments(bgr)
+    bfm = bsub.add_parser(
+        "formats",
+        help="reading a HotpotQA-train-sized published file (written from the sample): hoprag's streaming "
+        "reader against json.load, seconds and peak RSS",
+    )
+    add_formats_bench_arguments(bfm)
     bp = bsub.add_parser("plan", help="planner cost per question: paper-like calls vs hoprag's, same run")
     add_plan_bench_arguments(bp)
     add_config_args(bp)

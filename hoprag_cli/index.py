@@ -40,6 +40,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "unambiguous. Published formats index every paragraph (pooled) and their questions as 'test'",
     )
     p.add_argument(
+        "--train-fraction",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="published formats: put this fraction of the questions in the 'train' split (chosen by a hash "
+        "of the question id, so a question's split never changes), the rest in 'test', for `hoprag train` "
+        "on one portion and `hoprag eval` on the other (default 0: all 'test')",
+    )
+    p.add_argument(
         "--graph",
         type=Path,
         help="a pre-built GFM-RAG graph: DIR/processed/stage1 (or DIR) with nodes.csv, relations.csv, "
@@ -90,7 +99,7 @@ def run_index(args: argparse.Namespace) -> int:
     if args.add and args.corpus is None:
         raise UserError("index --add needs --corpus with the documents to add")
     try:
-        corpus = read_published(args.corpus, args.format) if args.corpus else None
+        corpus = read_published(args.corpus, args.format, args.train_fraction) if args.corpus else None
         if corpus is not None and corpus.report:
             print(f"read {args.corpus} as {corpus.format}: " + "\n".join(corpus.report), file=sys.stderr)
         summary = build_index(args.out, config, corpus=corpus, add=args.add, delete_titles=deletions)

@@ -281,6 +281,20 @@ def _previous_questions(previous: KGIndex) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def merge_questions(
+    kept: dict[str, list[dict[str, Any]]], new: dict[str, list[dict[str, Any]]]
+) -> dict[str, list[dict[str, Any]]]:
+    """The questions of an index after ``--add``: per split, the kept questions in their order, a
+    new question with a kept id in its place, then the other new ones (two benchmark files added to
+    one pool keep both question sets)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for split in [*kept, *(s for s in new if s not in kept)]:
+        incoming = {str(q["id"]): q for q in new.get(split, [])}
+        merged = [incoming.pop(str(q["id"]), q) for q in kept.get(split, [])]
+        out[split] = merged + list(incoming.values())
+    return out
+
+
 def _select_documents(
     previous: KGIndex | None,
     corpus: Corpus | None,
@@ -302,7 +316,7 @@ def _select_documents(
         summary.input_problems.update(corpus.problems)
         for d in corpus.documents:
             docs[d.title] = d  # with --add, a known title with new text replaces the old document
-        questions.update(corpus.questions)
+        questions = merge_questions(questions, corpus.questions)
     for title in delete_titles:
         if docs.pop(title, None) is None:
             summary.unknown_deletions.append(title)

@@ -15,6 +15,7 @@ Formats (``FORMATS``):
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
@@ -74,13 +75,20 @@ def detect_format(path: str | Path) -> str:
     return "gfmrag"
 
 
-def read_published(path: str | Path, fmt: CorpusFormat = "auto") -> Corpus:
-    """Documents and ``test`` questions from a published benchmark file (or any corpus, with
-    ``gfmrag`` / ``auto``). Malformed items are skipped or read in part, never fatal; the corpus's
+def read_published(path: str | Path, fmt: CorpusFormat = "auto", train_fraction: float = 0.0) -> Corpus:
+    """Documents and questions from a published benchmark file (or any corpus, with ``gfmrag`` /
+    ``auto``): the questions are ``test``, or with ``train_fraction`` split by
+    :func:`train_test_split`. Malformed items are skipped or read in part, never fatal; the corpus's
     ``report`` says which and why."""
+    if not 0.0 <= train_fraction < 1.0:
+        raise CorpusError(f"train fraction {train_fraction} is not in [0, 1)")
     p = Path(path)
     chosen = detect_format(p) if fmt == "auto" else fmt
     if chosen == "gfmrag":
+        if train_fraction:
+            raise CorpusError(
+                "a train fraction splits a published benchmark's questions; this corpus is gfmrag"
+            )
         return read_corpus(p)
     if not p.exists():
         raise CorpusError(f"corpus {p} does not exist")
@@ -113,7 +121,27 @@ def read_published(path: str | Path, fmt: CorpusFormat = "auto") -> Corpus:
     empty = sum(1 for d in documents if not d.text)
     if empty:
         problems["empty_document"] += empty
-    return Corpus(documents, {"test": questions}, problems, str(p), report=report.lines(), format=chosen)
+    split = train_test_split(questions, train_fraction)
+    lines = report.lines()
+    if train_fraction:
+        lines.append(f"questions split by id: {len(split.get('train', []))} train, {len(split['test'])} test")
+    return Corpus(documents, split, problems, str(p), report=lines, format=chosen)
+
+
+def train_test_split(
+    questions: list[dict[str, Any]], train_fraction: float
+) -> dict[str, list[dict[str, Any]]]:
+    """``{"train": ..., "test": ...}``: a question is ``train`` when the hash of its id falls below
+    ``train_fraction``, so its split never depends on which other questions are read (an ``--add``
+    of more questions, a reordered file); ``test`` only when ``train_fraction`` is 0."""
+    if not train_fraction:
+        return {"test": questions}
+    out: dict[str, list[dict[str, Any]]] = {"train": [], "test": []}
+    for question in questions:
+        digest = hashlib.sha256(str(question["id"]).encode()).digest()
+        position = int.from_bytes(digest[:8], "big") / 2**64
+        out["train" if position < train_fraction else "test"].append(question)
+    return out
 
 
 def _pool_corpus_file(corpus_file: Path, pool: ParagraphPool, report: ReadReport) -> None:

@@ -167,3 +167,39 @@ def test_files_that_are_not_published_formats_go_to_the_native_reader(tmp_path):
     assert [d.title for d in read_published(tmp_path).documents] == ["B"]
     with pytest.raises(CorpusError, match="does not exist"):
         read_published(tmp_path / "missing.json")
+
+
+def test_the_formats_benchmark_reads_its_train_sized_file_with_both_readers(tmp_path):
+    """``hoprag bench formats`` on a 30-item file: the copies' paragraphs stay distinct (the pool
+    grows as a real train file's), and both readers see every item and paragraph."""
+    from benchmarks.formats import SAMPLE, measure_reader, write_train_sized_file
+
+    path = tmp_path / "train.json"
+    assert write_train_sized_file(path, 30) > SAMPLE.stat().st_size // 10
+    ours, baseline = measure_reader(path, "read_published"), measure_reader(path, "json.load")
+    assert ours["items"] == baseline["items"] == 30
+    assert ours["paragraphs"] == baseline["paragraphs"] == 300
+    assert ours["peak_rss_mib"] > 0 and baseline["seconds"] >= 0
+
+
+def test_a_train_fraction_splits_the_questions_by_id_and_never_moves_one():
+    path = REAL / "musique" / "dev-sample.jsonl"
+    whole = read_published(path, "musique")
+    split = read_published(path, "musique", train_fraction=0.5)
+    ids = {q["id"] for q in whole.questions["test"]}
+    train = {q["id"] for q in split.questions["train"]}
+    test = {q["id"] for q in split.questions["test"]}
+    assert train | test == ids and not train & test
+    assert 30 <= len(train) <= 71  # a hash split: about half of 101
+    assert split.documents == whole.documents  # the pool does not depend on the split
+    assert "questions split by id" in split.report[-1]
+    # a question's split depends only on its id: a third of them, read alone, land where they were
+    from indexing.formats.reader import train_test_split
+
+    some = whole.questions["test"][::3]
+    again = train_test_split(some, 0.5)
+    assert {q["id"] for q in again["train"]} == train & {q["id"] for q in some}
+    with pytest.raises(CorpusError, match="not in"):
+        read_published(path, "musique", train_fraction=1.0)
+    with pytest.raises(CorpusError, match="gfmrag"):
+        read_published(REAL / "musique", "gfmrag", train_fraction=0.5)

@@ -38,3 +38,16 @@ def test_uploaded_documents_round_trip_through_jsonl(tmp_path: Path) -> None:
     rows = [{"title": "A", "text": "line one\nline two"}, {"title": "B", "text": "ünïcode"}]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n", encoding="utf-8")
     assert read_documents_jsonl(path) == [("A", "line one\nline two"), ("B", "ünïcode")]
+
+
+def test_adding_a_second_benchmark_file_keeps_the_first_files_questions() -> None:
+    """``hoprag index --add`` with another question file: both question sets are in the pool; a
+    question whose id comes again is replaced where it stood; other splits are kept."""
+    from indexing.pipeline import merge_questions
+
+    kept = {"test": [{"id": "a", "question": "A?"}, {"id": "b", "question": "B?"}], "train": [{"id": "t"}]}
+    new = {"test": [{"id": "c", "question": "C?"}, {"id": "b", "question": "B again?"}]}
+    merged = merge_questions(kept, new)
+    assert [q["id"] for q in merged["test"]] == ["a", "b", "c"]
+    assert merged["test"][1]["question"] == "B again?" and merged["train"] == [{"id": "t"}]
+    assert merge_questions({}, new) == {"test": new["test"]}
