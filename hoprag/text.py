@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
+import sys
 import unicodedata
 
 _SPACES = re.compile(r"\s+")
@@ -30,11 +32,33 @@ def content_hash(*parts: str) -> str:
 
 
 def clean_document_text(text: str | bytes) -> str:
-    """Decode bytes leniently (bad UTF-8 becomes U+FFFD) and drop control characters except newlines."""
+    """Decode bytes leniently (bad UTF-8 becomes U+FFFD), NFC-normalize, and drop every character
+    of Unicode category C (control, format, surrogate, private use, unassigned) except newlines and
+    tabs."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     text = unicodedata.normalize("NFC", text)
-    return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch)[0] != "C").strip()
+    if text.isprintable():  # nothing of category C (nor a separator but " "): the common case
+        return text.strip()
+    return _other_characters().sub("", text).strip()
+
+
+@functools.cache
+def _other_characters() -> re.Pattern[str]:
+    """Runs of category-C characters other than tab and newline, as one regex character class
+    (built once per process, ~0.4 s: a per-character Python loop over a 550 MB benchmark file's
+    paragraphs took 90% of its read time)."""
+    ranges: list[tuple[int, int]] = []
+    start = None
+    for code in range(sys.maxunicode + 2):
+        other = code <= sys.maxunicode and code not in (9, 10) and unicodedata.category(chr(code))[0] == "C"
+        if other and start is None:
+            start = code
+        elif not other and start is not None:
+            ranges.append((start, code - 1))
+            start = None
+    spans = "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
+    return re.compile(f"[{spans}]+")
 
 
 MAX_NGRAM = 8  # longest entity name, in words, that dictionary matching looks for

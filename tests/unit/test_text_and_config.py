@@ -189,3 +189,25 @@ def test_shipped_benchmark_registry_entries_validate():
     assert entries
     for name, entry in entries.items():
         BenchmarkSpec.model_validate({"name": name, **entry})  # strict: a misspelled key fails here
+
+
+def test_document_cleaning_drops_exactly_the_other_category_characters() -> None:
+    """The regex path of clean_document_text equals its definition, character by character: every
+    category-C character but tab and newline goes (NBSP, a space separator, stays)."""
+    import random
+    import unicodedata
+
+    def by_definition(text: str) -> str:
+        text = unicodedata.normalize("NFC", text)
+        return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch)[0] != "C").strip()
+
+    rng = random.Random(0)
+    pool = [
+        chr(c) for c in [*range(0, 0x250), 0x00AD, 0x200B, 0x200E, 0x2028, 0xFEFF, 0xE000, 0xD800, 0x0378]
+    ]
+    pool += [chr(rng.randrange(0x110000)) for _ in range(300)]
+    for _ in range(300):
+        text = "".join(rng.choice(pool) for _ in range(rng.randrange(1, 40)))
+        assert clean_document_text(text) == by_definition(text), repr(text)
+    assert clean_document_text("Hans\u00a0Fischer\u200b (born\x07 1881)\n") == "Hans\u00a0Fischer (born 1881)"
+    assert clean_document_text(b"ok \xff") == "ok \ufffd"
