@@ -1,7 +1,9 @@
 """``hoprag bench evidences``: extraction on real paragraphs against a published benchmark's gold facts.
 
 2WikiMultihopQA gives each question its gold facts (``evidences``: ``[subject, relation, object]``,
-names as Wikidata labels). Each *system* (an LLM backend config, as in ``hoprag bench extract``)
+names as Wikidata labels). MuSiQue gives them in part: a decomposition step written
+``SUBJECT >> relation`` (a Wikidata hop; ``#1 >> ...`` steps, which name an earlier answer, and
+free-text sub-questions are left out) with its answer is the fact ``(SUBJECT, relation, answer)``. Each *system* (an LLM backend config, as in ``hoprag bench extract``)
 extracts triples from the questions' supporting paragraphs with indexing's own code path
 (:func:`benchmarks.extract.run_system`), and every question's gold facts are looked for among the
 triples of its supporting paragraphs:
@@ -33,6 +35,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -93,10 +96,11 @@ def load_evidence_questions(path: Path, fmt: str = "auto", limit: int | None = N
 
     corpus = read_published(path, fmt)  # type: ignore[arg-type]
     text_of = {d.title: d.text for d in corpus.documents}
-    rows = [q for q in corpus.questions.get("test", []) if q.get("evidences") and q["supporting_facts"]]
+    rows = [q for q in corpus.questions.get("test", []) if gold_facts(q) and q["supporting_facts"]]
     if not rows:
         raise BenchInputError(
-            f"{path}: no question with gold facts (2WikiMultihopQA 'evidences') and paragraphs"
+            f"{path}: no question with gold facts (2WikiMultihopQA 'evidences', MuSiQue 'X >> relation' "
+            "decomposition steps) and paragraphs"
         )
     rows = rows[:limit] if limit else rows
     titles: dict[str, int] = {}
@@ -106,10 +110,26 @@ def load_evidence_questions(path: Path, fmt: str = "auto", limit: int | None = N
     docs = BenchDocuments(list(titles), [text_of[t] for t in titles], [[] for _ in titles])
     return EvidenceQuestions(
         [q["id"] for q in rows],
-        [[(h, r, t) for h, r, t in q["evidences"]] for q in rows],
+        [gold_facts(q) for q in rows],
         [[titles[k] for k in q["supporting_facts"]] for q in rows],
         docs,
     )
+
+
+_WIKIDATA_HOP = re.compile(r"^\s*(?P<subject>[^#\s][^>]*?)\s*>>\s*(?P<relation>\S.*?)\s*$")
+
+
+def gold_facts(question: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """A read question's gold facts: its ``evidences`` (2Wiki), else its decomposition steps written
+    ``SUBJECT >> relation`` with a non-empty answer (MuSiQue; module docstring)."""
+    if question.get("evidences"):
+        return [(h, r, t) for h, r, t in question["evidences"]]
+    facts = []
+    for step in question.get("decomposition") or []:
+        hop = _WIKIDATA_HOP.match(step.get("question") or "")
+        if hop and (step.get("answer") or "").strip():
+            facts.append((hop["subject"], hop["relation"], step["answer"].strip()))
+    return facts
 
 
 def _contains(a: str, b: str) -> bool:
@@ -283,7 +303,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--benchmark",
         type=Path,
         required=True,
-        help="a 2WikiMultihopQA file (or HippoRAG 2 release) with evidences",
+        help="a 2WikiMultihopQA file (or HippoRAG 2 release) with evidences, or a MuSiQue file "
+        "(its SUBJECT >> relation decomposition steps are the gold facts)",
     )
     parser.add_argument("--format", choices=FORMATS, default="auto", help="its format (default: detected)")
     parser.add_argument("--questions", type=int, default=None, help="the first N questions with evidences")

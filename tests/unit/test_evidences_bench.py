@@ -82,3 +82,25 @@ def test_outputs_lost_to_their_form_are_told_from_outputs_lost_to_their_content(
     assert forms["json_repaired_outputs"] == 1 and forms["repaired_rows"] == 1
     assert forms["statuses"] == {"ok": 1, "unparseable": 1, "no_triples": 2, "empty_output": 1}
     assert forms["dropped_rows"] == {"two_parts": 3, "ungrounded": 3, "too_few_parts": 1}
+
+
+def test_musique_decomposition_hops_written_as_wikidata_relations_are_gold_facts():
+    """``X >> relation`` steps with an answer are facts; ``#1 >> ...`` (an earlier answer) and
+    free-text sub-questions are not."""
+    from benchmarks.evidences import gold_facts
+
+    question = {
+        "decomposition": [
+            {"question": "Country Man >> performer", "answer": "Luke Bryan"},
+            {"question": "#1 >> place of birth", "answer": "Leesburg"},
+            {"question": "who sings home alone tonight with #1", "answer": "Karen Fairchild"},
+            {"question": "Scion >> owned by", "answer": " "},
+        ]
+    }
+    assert gold_facts(question) == [("Country Man", "performer", "Luke Bryan")]
+    assert gold_facts({"evidences": [["A", "director", "B"]], "decomposition": []}) == [
+        ("A", "director", "B")
+    ]
+    sample = load_evidence_questions(REAL.parent / "musique" / "dev-sample.jsonl")
+    assert len(sample.ids) >= 20 and all(sample.facts) and all(sample.paragraphs)
+    assert sum(len(f) for f in sample.facts) == 41  # the sample's hops with a named subject
