@@ -3,8 +3,8 @@
 2WikiMultihopQA gives each question its gold facts (``evidences``: ``[subject, relation, object]``,
 names as Wikidata labels). MuSiQue gives them in part: a decomposition step written
 ``SUBJECT >> relation`` (a Wikidata hop; ``#1 >> ...`` steps, which name an earlier answer, and
-free-text sub-questions are left out) with its answer is the fact ``(SUBJECT, relation, answer)``. Each *system* (an LLM backend config, as in ``hoprag bench extract``)
-extracts triples from the questions' supporting paragraphs with indexing's own code path
+free-text sub-questions are left out) with its answer is the fact ``(SUBJECT, relation, answer)``.
+Each *system* (an LLM backend config, as in ``hoprag bench extract``) extracts triples from the questions' supporting paragraphs with indexing's own code path
 (:func:`benchmarks.extract.run_system`), and every question's gold facts are looked for among the
 triples of its supporting paragraphs:
 

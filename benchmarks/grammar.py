@@ -18,6 +18,17 @@ from typing import Any
 from benchmarks.harness import publish
 
 
+def differing_tokens(ours: Any, theirs: Any, size: int) -> list[int]:
+    """The token ids (below ``size``) whose bytes or special flag differ between two llguidance
+    tokenizer views."""
+    return [
+        i
+        for i in range(size)
+        if ours.decode_bytes([i]) != theirs.decode_bytes([i])
+        or ours.is_special_token(i) != theirs.is_special_token(i)
+    ]
+
+
 def measure_views(tokenizer: Any, repeats: int) -> dict[str, Any]:
     """Seconds per build of each view (``repeats`` turns each, alternating) and whether they agree."""
     import llguidance.hf
@@ -36,13 +47,7 @@ def measure_views(tokenizer: Any, repeats: int) -> dict[str, Any]:
             started = time.perf_counter()
             views[name] = build()
             seconds[name].append(time.perf_counter() - started)
-    ours, theirs = views.values()
-    differing = [
-        i
-        for i in range(size)
-        if ours.decode_bytes([i]) != theirs.decode_bytes([i])
-        or ours.is_special_token(i) != theirs.is_special_token(i)
-    ]
+    differing = differing_tokens(*views.values(), size)
     return {
         "vocabulary": size,
         "read_from_vocabulary": token_bytes(tokenizer) is not None,

@@ -109,15 +109,14 @@ def test_the_packaged_tokenizers_grammar_view_equals_llguidances_own(gemma):
     faster to build); a transformers or llguidance release that changes either side shows here."""
     import llguidance.hf
 
+    from benchmarks.grammar import differing_tokens
     from hoprag.llm.tokenizer_view import token_bytes, tokenizer_view
 
     tokenizer = gemma._tokenizer
     assert token_bytes(tokenizer) is not None
     ours = tokenizer_view(tokenizer, len(tokenizer))
     theirs = llguidance.hf.from_tokenizer(tokenizer, n_vocab=len(tokenizer), slices=[])
-    ids = range(len(tokenizer))
-    assert [ours.decode_bytes([i]) for i in ids] == [theirs.decode_bytes([i]) for i in ids]
-    assert [ours.is_special_token(i) for i in ids] == [theirs.is_special_token(i) for i in ids]
+    assert differing_tokens(ours, theirs, len(tokenizer)) == []  # bytes and special flags
     assert ours.eos_tokens == theirs.eos_tokens
     text = "(Juno Halleck | born in | Quifen)\n héllo 日本\t\n\n<table>"
     assert ours.tokenize_str(text) == theirs.tokenize_str(text)
