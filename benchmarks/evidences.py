@@ -35,7 +35,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -49,14 +48,15 @@ from benchmarks.extract import (
     BenchDocuments,
     BenchInputError,
     build_systems_config,
-    normalize_argument,
     run_system,
 )
 from benchmarks.harness import publish
 from hoprag.config import StrictModel
 from hoprag.llm.embedded import EmbeddedLLMConfig
 from hoprag.llm.factory import LLMBackendConfig
+from hoprag.text import normalize_entity
 from indexing.config import ExtractionConfig
+from indexing.formats.gold import gold_facts, links_pair, pair_found
 
 FORMAT_DROPS = frozenset({"two_parts", "too_many_parts", "too_few_parts"})
 
@@ -90,11 +90,15 @@ class EvidenceQuestions:
     documents: BenchDocuments
 
 
-def load_evidence_questions(path: Path, fmt: str = "auto", limit: int | None = None) -> EvidenceQuestions:
-    """Questions of a published benchmark file that carry ``evidences``, with their supporting paragraphs."""
+def load_evidence_questions(
+    path: Path, fmt: str = "auto", limit: int | None = None, train_fraction: float = 0.0
+) -> EvidenceQuestions:
+    """Questions of a published benchmark file that carry gold facts, with their supporting
+    paragraphs; with ``train_fraction``, only the test side of the id-hash split (the side a student
+    taught by the training side's gold facts never saw: distillation/gold.py)."""
     from indexing.formats import read_published
 
-    corpus = read_published(path, fmt)  # type: ignore[arg-type]
+    corpus = read_published(path, fmt, train_fraction)  # type: ignore[arg-type]
     text_of = {d.title: d.text for d in corpus.documents}
     rows = [q for q in corpus.questions.get("test", []) if gold_facts(q) and q["supporting_facts"]]
     if not rows:
@@ -116,44 +120,53 @@ def load_evidence_questions(path: Path, fmt: str = "auto", limit: int | None = N
     )
 
 
-_WIKIDATA_HOP = re.compile(r"^\s*(?P<subject>[^#\s][^>]*?)\s*>>\s*(?P<relation>\S.*?)\s*$")
+# Words a relation that states a Wikidata property may use (stems: a word fits when it starts with
+# one). A property not listed fits a relation sharing a content word's first four letters with it.
+RELATION_STEMS: dict[str, tuple[str, ...]] = {
+    "director": ("direct",),
+    "date of birth": ("born", "birth"),
+    "place of birth": ("born", "birth"),
+    "date of death": ("died", "death", "dead"),
+    "place of death": ("died", "death", "dead"),
+    "place of burial": ("buri", "interr"),
+    "father": ("father", "son", "daughter", "child", "parent"),
+    "mother": ("mother", "son", "daughter", "child", "parent"),
+    "child": ("child", "son", "daughter", "father", "mother", "parent"),
+    "spouse": ("spouse", "marri", "wife", "husband", "wed"),
+    "sibling": ("sibling", "brother", "sister"),
+    "country of citizenship": ("citizen", "national", "country"),
+    "educated at": ("educat", "stud", "attend", "graduat", "alumn"),
+    "performer": ("perform", "sing", "sang", "sung", "artist", "record", "band"),
+    "composer": ("compos", "music", "score"),
+    "publication date": ("publi", "releas", "premier", "aired", "date"),
+    "cast member": ("star", "cast", "act", "appear"),
+    "inception": ("found", "establish", "incept", "formed", "creat"),
+    "located in the administrative territorial entity": ("locat", "in"),
+}
+_RELATION_FILLER = frozenset(
+    {"a", "an", "the", "of", "in", "on", "at", "by", "to", "for", "is", "was", "has"}
+)
 
 
-def gold_facts(question: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """A read question's gold facts: its ``evidences`` (2Wiki), else its decomposition steps written
-    ``SUBJECT >> relation`` with a non-empty answer (MuSiQue; module docstring)."""
-    if question.get("evidences"):
-        return [(h, r, t) for h, r, t in question["evidences"]]
-    facts = []
-    for step in question.get("decomposition") or []:
-        hop = _WIKIDATA_HOP.match(step.get("question") or "")
-        if hop and (step.get("answer") or "").strip():
-            facts.append((hop["subject"], hop["relation"], step["answer"].strip()))
-    return facts
-
-
-def _contains(a: str, b: str) -> bool:
-    return bool(a and b) and (f" {a} " in f" {b} " or f" {b} " in f" {a} ")
-
-
-def pair_found(fact: tuple[str, str, str], triples: Sequence[tuple[str, str, str]], loose: bool) -> bool:
-    """Whether a triple links the fact's subject and object, in either direction (module docstring)."""
-    head, tail = normalize_argument(fact[0]), normalize_argument(fact[2])
-    for s, _, o in triples:
-        ns, no = normalize_argument(s), normalize_argument(o)
-        for x, y in ((ns, no), (no, ns)):
-            if (x == head and y == tail) or (loose and _contains(x, head) and _contains(y, tail)):
-                return True
-    return False
+def relation_fits(gold_relation: str, relation: str) -> bool:
+    """Whether an extracted ``relation`` states the gold (Wikidata) property, by :data:`RELATION_STEMS`."""
+    words = normalize_entity(relation).split()
+    stems = RELATION_STEMS.get(gold_relation.lower())
+    if stems is None:
+        stems = tuple(w[:4] for w in normalize_entity(gold_relation).split() if w not in _RELATION_FILLER)
+    return any(w.startswith(stem) for w in words for stem in stems if len(w) > 1)
 
 
 def score_questions(
     questions: EvidenceQuestions, triples: Sequence[Sequence[tuple[str, str, str]]]
 ) -> dict[str, Any]:
-    """Gold-fact pair recall (equal and loose), micro-averaged over facts, and per relation."""
+    """Gold-fact pair recall (equal and loose), micro-averaged over facts, and per relation; of the
+    loosely found pairs, the share where a linking triple's relation fits the fact's
+    (:func:`relation_fits`); ``pairs``: every found fact with its linking triples, for a hand check."""
     n: Counter[str] = Counter()
     by_relation: dict[str, Counter[str]] = {}
-    for facts, paragraphs in zip(questions.facts, questions.paragraphs, strict=True):
+    pairs: list[dict[str, Any]] = []
+    for qid, facts, paragraphs in zip(questions.ids, questions.facts, questions.paragraphs, strict=True):
         pooled = [t for p in paragraphs for t in triples[p]]
         for fact in facts:
             counts = by_relation.setdefault(fact[1], Counter())
@@ -163,14 +176,27 @@ def score_questions(
                 hit = pair_found(fact, pooled, loose)
                 n[kind] += hit
                 counts[kind] += hit
+            linking = [t for t in pooled if links_pair(fact, t, loose=True)]
+            if linking:
+                fits = any(relation_fits(fact[1], t[1]) for t in linking)
+                n["fits"] += fits
+                counts["fits"] += fits
+                pairs.append(
+                    {"id": qid, "fact": list(fact), "triples": [list(t) for t in linking], "fits": fits}
+                )
     facts = max(1, n["facts"])
     return {
         "gold_facts": n["facts"],
         "pair_recall_equal": round(n["equal"] / facts, 4),
         "pair_recall_loose": round(n["loose"] / facts, 4),
+        "relation_fits_of_found": round(n["fits"] / max(1, n["loose"]), 4),
         "pair_recall_loose_by_relation": {
             rel: [round(c["loose"] / c["facts"], 3), c["facts"]] for rel, c in sorted(by_relation.items())
         },
+        "relation_fits_by_relation": {
+            rel: [c["fits"], c["loose"]] for rel, c in sorted(by_relation.items()) if c["loose"]
+        },
+        "pairs": pairs,
     }
 
 
@@ -212,7 +238,7 @@ def run_evidence_benchmark(args: argparse.Namespace) -> int:
         raise BenchInputError(
             f"unknown system(s) {unknown}; configured: {sorted(config.systems)}, served: {args.served}"
         )
-    questions = load_evidence_questions(args.benchmark, args.format, args.questions)
+    questions = load_evidence_questions(args.benchmark, args.format, args.questions, args.train_fraction)
     with contextlib.ExitStack() as stack:
         for name in args.served:
             if name in names:
@@ -253,11 +279,13 @@ def _run(
         "load_average_1min": [round(os.getloadavg()[0], 2)],
         "benchmark": str(args.benchmark),
         "questions": len(questions.ids),
+        "train_fraction": args.train_fraction,
         "paragraphs": len(docs.titles),
         "extraction": config.extraction.model_dump(mode="json"),
         "systems": {},
     }
     outputs: list[dict[str, Any]] = [{"title": t, "systems": {}} for t in docs.titles]
+    found_pairs: dict[str, list[dict[str, Any]]] = {}
     started = time.perf_counter()
     for name in names:
         load_started = time.perf_counter()
@@ -275,6 +303,8 @@ def _run(
             **output_forms(run.records),
             **score_questions(questions, run.triples),
         }
+        pairs = result["systems"][name].pop("pairs")
+        found_pairs[name] = pairs
         for row, record in zip(outputs, run.records, strict=True):
             row["systems"][name] = {
                 "status": record.status,
@@ -291,6 +321,12 @@ def _run(
         for row in outputs:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     result["paragraphs_file"] = str(outputs_file)
+    pairs_file = workdir / "evidences-bench-pairs.jsonl"
+    with pairs_file.open("w", encoding="utf-8") as handle:
+        for name, rows in found_pairs.items():
+            for row in rows:
+                handle.write(json.dumps({"system": name, **row}, ensure_ascii=False) + "\n")
+    result["pairs_file"] = str(pairs_file)
     publish("evidences", result, args, table=_table)
     return 0
 
@@ -308,6 +344,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--format", choices=FORMATS, default="auto", help="its format (default: detected)")
     parser.add_argument("--questions", type=int, default=None, help="the first N questions with evidences")
+    parser.add_argument(
+        "--train-fraction",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="score only the test side of the id-hash split with this training fraction (as hoprag index "
+        "--train-fraction and a distill recipe's gold sources split); default: every question",
+    )
     parser.add_argument(
         "--systems", nargs="+", default=None, metavar="NAME", help="systems to run (default: all)"
     )
@@ -339,7 +383,7 @@ def _table(result: dict[str, Any]) -> Iterator[str]:
         f"{result['total_seconds']} s; 1-min load average before/after: {result['load_average_1min']}"
     )
     head = (
-        f"{'system':<12} {'para/min':>8} {'triples/para':>12} {'pair R =':>8} {'pair R ~':>8} "
+        f"{'system':<12} {'para/min':>8} {'triples/para':>12} {'pair R =':>8} {'pair R ~':>8} {'rel fits':>8} "
         f"{'format-lost':>11} {'json repaired':>13} {'statuses'}"
     )
     yield head
@@ -348,7 +392,7 @@ def _table(result: dict[str, Any]) -> Iterator[str]:
         ppm = f"{s['paragraphs_per_min']:.1f}" if s["paragraphs_per_min"] is not None else "-"
         yield (
             f"{name:<12} {ppm:>8} {s['triples_per_paragraph']:>12.2f} {s['pair_recall_equal']:>8.3f} "
-            f"{s['pair_recall_loose']:>8.3f} {s['format_lost']:>11} {s['json_repaired_outputs']:>13} "
+            f"{s['pair_recall_loose']:>8.3f} {s['relation_fits_of_found']:>8.3f} {s['format_lost']:>11} {s['json_repaired_outputs']:>13} "
             f"{s['statuses']}"
         )
-    yield f"per-paragraph outputs: {result['paragraphs_file']}"
+    yield f"per-paragraph outputs: {result['paragraphs_file']}; found pairs: {result['pairs_file']}"

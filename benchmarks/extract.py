@@ -61,11 +61,11 @@ from hoprag.embedding import EmbedderConfig
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.text import normalize_entity
 from indexing.config import ExtractionConfig
+from indexing.formats.gold import normalize_argument
 
 RELATION_COSINE = 0.6
 ConfigT = TypeVar("ConfigT", bound=StrictModel)
 DEFAULT_SYSTEMS = ("embedded", "reference")
-_ARTICLES = ("the ", "a ", "an ")
 
 
 class ExtractBenchConfig(StrictModel):
@@ -196,15 +196,6 @@ def load_documents(
 
 
 # -- scoring -------------------------------------------------------------------------------------------
-
-
-def normalize_argument(text: str) -> str:
-    """Indexing's entity normalization with a leading article dropped."""
-    norm = normalize_entity(text)
-    for article in _ARTICLES:
-        if norm.startswith(article) and len(norm) > len(article):
-            return norm[len(article) :]
-    return norm
 
 
 def relation_words(relation: str) -> str:

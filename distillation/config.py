@@ -10,6 +10,7 @@ from hoprag.config import StrictModel
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.ray_runtime import RayConfig
 from indexing.config import ExtractionConfig
+from indexing.formats.reader import CorpusFormat
 from training.config import RunSettings
 
 Task = Literal["openie", "ner", "answer", "plan", "update"]
@@ -87,6 +88,40 @@ class UpdateTaskSettings(StrictModel):
     )
 
 
+class GoldSource(StrictModel):
+    """One published benchmark file whose training questions' gold facts teach the student."""
+
+    path: str = Field(description="A benchmark file or directory, as `hoprag index --corpus` takes it.")
+    format: CorpusFormat = Field(default="auto", description="As `hoprag index --format`.")
+    train_fraction: float = Field(
+        default=0.5,
+        gt=0,
+        lt=1,
+        description="Questions whose id hashes below this are training questions (the rest, and every "
+        "paragraph they need, are never shown). Use the fraction the evaluation splits with.",
+    )
+
+
+class GoldCorrection(StrictModel):
+    """Real paragraphs with the teacher's triples corrected by gold facts (distillation/gold.py)."""
+
+    sources: list[GoldSource] = Field(
+        default_factory=list, description="Benchmark files with gold facts; none: no real-prose examples."
+    )
+    teacher: LLMBackendConfig = Field(
+        default_factory=lambda: LLMBackendConfig.model_validate({"backend": "embedded"}),
+        description="Who extracts the paragraphs' triples before correction (default: the embedded "
+        "default, the packaged student).",
+    )
+    repeat: int = Field(
+        default=1, ge=1, description="Each real-prose training example is seen this many times per epoch."
+    )
+    answer: bool = Field(
+        default=True,
+        description="Also teach the answer prompt on the training questions (when `answer` is a task).",
+    )
+
+
 class DistillOptim(StrictModel):
     max_steps: int = Field(default=400, ge=1, description="Optimizer steps in all.")
     batch_size: int = Field(default=4, ge=1, description="Examples per worker per step.")
@@ -133,7 +168,17 @@ class DistillConfig(StrictModel):
     held_out_fraction: float = Field(
         default=0.1, ge=0, lt=1, description="Examples held out (by a hash of their input) for the metrics."
     )
+    gold: GoldCorrection = Field(
+        default_factory=GoldCorrection,
+        description="Real paragraphs of published benchmarks, the teacher's triples corrected by the gold "
+        "facts of their training questions (distillation/gold.py); none by default.",
+    )
     base: StudentBase = Field(default_factory=StudentBase)
+    init_adapter: str | None = Field(
+        default=None,
+        description="Start from this adapter's weights instead of fresh ones: a directory, or `packaged` "
+        "(the shipped student). Its LoRA settings must match `lora`.",
+    )
     lora: LoraSettings = Field(default_factory=LoraSettings)
     optim: DistillOptim = Field(default_factory=DistillOptim)
     run: RunSettings = Field(default_factory=lambda: RunSettings(num_workers=1, checkpoint_every=100))

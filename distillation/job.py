@@ -39,10 +39,16 @@ def run_distillation(corpus: Path, out: Path, config: DistillConfig) -> dict[str
     questions = [q for split in sorted(source.questions) if split != "test" for q in source.questions[split]]
     questions = questions[: config.max_questions]
     init_ray(config.ray)
+    from distillation.gold import gold_examples
     from distillation.teacher import teacher_examples
 
     examples, teacher = teacher_examples(documents, questions, config, out)
+    real, gold = gold_examples(config, out)
     train, held_out = split_held_out(examples, config.held_out_fraction)
+    real_train, real_held_out = split_held_out(real, config.held_out_fraction)
+    train += real_train * config.gold.repeat
+    held_out += real_held_out
+    examples += real
     if not train:
         raise ValueError(
             f"no training examples: the teacher answered none of {len(examples)} inputs usefully"
@@ -53,7 +59,12 @@ def run_distillation(corpus: Path, out: Path, config: DistillConfig) -> dict[str
         _write_examples(data / f"{name}.jsonl", rows)
     trainer = TorchTrainer(
         distill_loop_per_worker,
-        train_loop_config={"config": config.model_dump(mode="json"), "data": str(data), "out": str(out)},
+        train_loop_config={
+            "config": config.model_dump(mode="json"),
+            "data": str(data),
+            "out": str(out),
+            "init_adapter": _init_adapter(config),
+        },
         **trainer_options(config.run, RUN_NAME, out),
     )
     result = fit_with_progress(trainer, out, "distillation")
@@ -76,11 +87,35 @@ def run_distillation(corpus: Path, out: Path, config: DistillConfig) -> dict[str
         "student_prompt_chars": tokens,
         "config": config.model_dump(mode="json"),
         "corpus": corpus_provenance(Path(corpus)),
+        "gold_sources": gold.sources,
     }
     (out / "adapter" / "student.json").write_text(json.dumps(student, indent=1))
-    summary = {"teacher": teacher.to_dict(), "student": student, "adapter": str(out / "adapter")}
+    summary = {
+        "teacher": teacher.to_dict(),
+        "gold": gold.to_dict(),
+        "student": student,
+        "adapter": str(out / "adapter"),
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+def _init_adapter(config: DistillConfig) -> str | None:
+    """``config.init_adapter`` as an absolute directory (workers run elsewhere), checked here so a
+    wrong path fails before the teacher runs."""
+    from hoprag.llm.adapters import adapter_paths
+
+    if not config.init_adapter:
+        return None
+    found = adapter_paths(config.init_adapter, packaged_fits=config.base.model_path is None)
+    if not found:
+        raise ValueError(
+            f"init_adapter {config.init_adapter!r}: the packaged student fits the packaged base only"
+        )
+    weights = found[0].resolve() / "adapter_model.safetensors"
+    if not weights.is_file():
+        raise ValueError(f"init_adapter {config.init_adapter!r}: no {weights}")
+    return str(weights.parent)
 
 
 def corpus_provenance(corpus: Path) -> dict[str, Any]:

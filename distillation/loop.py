@@ -181,6 +181,9 @@ def distill_loop_per_worker(params: dict[str, Any]) -> None:
             set_peft_model_state_dict(peft_model, load_file(str(Path(d) / "adapter_model.safetensors")))
             optimizer.load_state_dict(torch.load(Path(d) / OPTIMIZER_FILE, weights_only=True))
             state = json.loads((Path(d) / STATE_FILE).read_text())
+    elif params.get("init_adapter"):  # an absolute directory, resolved by the driver (distillation.job)
+        weights = Path(params["init_adapter"]) / "adapter_model.safetensors"
+        set_peft_model_state_dict(peft_model, load_file(str(weights)))
     resumed_from = state["step"]
     if rank == 0:  # one line per (re)start of the worker group: where it resumed
         with (Path(params["out"]) / "attempts.jsonl").open("a") as fh:

@@ -11,11 +11,11 @@ from benchmarks.evidences import (
     EvidenceQuestions,
     load_evidence_questions,
     output_forms,
-    pair_found,
     score_questions,
 )
 from benchmarks.extract import BenchDocuments, BenchInputError
 from indexing.extract import ExtractionRecord
+from indexing.formats.gold import gold_facts, pair_found
 
 REAL = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "real" / "2wikimultihopqa"
 
@@ -87,8 +87,6 @@ def test_outputs_lost_to_their_form_are_told_from_outputs_lost_to_their_content(
 def test_musique_decomposition_hops_written_as_wikidata_relations_are_gold_facts():
     """``X >> relation`` steps with an answer are facts; ``#1 >> ...`` (an earlier answer) and
     free-text sub-questions are not."""
-    from benchmarks.evidences import gold_facts
-
     question = {
         "decomposition": [
             {"question": "Country Man >> performer", "answer": "Luke Bryan"},
@@ -104,3 +102,16 @@ def test_musique_decomposition_hops_written_as_wikidata_relations_are_gold_facts
     sample = load_evidence_questions(REAL.parent / "musique" / "dev-sample.jsonl")
     assert len(sample.ids) >= 20 and all(sample.facts) and all(sample.paragraphs)
     assert sum(len(f) for f in sample.facts) == 41  # the sample's hops with a named subject
+
+
+def test_a_relation_fits_a_wikidata_property_by_its_stated_words():
+    from benchmarks.evidences import relation_fits
+
+    assert relation_fits("director", "directed by")
+    assert relation_fits("father", "son of")
+    assert relation_fits("date of death", "died on")
+    assert not relation_fits("mother", "born in")
+    assert not relation_fits("date of death", "birth year")
+    # a property without listed words: a content word's first four letters
+    assert relation_fits("manufacturer", "manufactured by")
+    assert not relation_fits("manufacturer", "sold by")

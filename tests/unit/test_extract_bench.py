@@ -15,12 +15,12 @@ from benchmarks.extract import (
     RelationAgreement,
     build_config,
     load_documents,
-    normalize_argument,
     run_system,
     score_extractions,
 )
 from hoprag.config import ConfigError
 from indexing.config import ExtractionConfig
+from indexing.formats.gold import normalize_argument
 from tests.support.planner_llm import Rule, ScriptedPlannerLLM
 
 DOC_A = "Juno Hale is an actor born in 1980. Juno Hale was born in Quifen. She studied at Carrow College."
