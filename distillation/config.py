@@ -116,6 +116,11 @@ class GoldCorrection(StrictModel):
     repeat: int = Field(
         default=1, ge=1, description="Each real-prose training example is seen this many times per epoch."
     )
+    drop_unstated: bool = Field(
+        default=False,
+        description="Drop the teacher's triples whose relation the paragraph does not state in words "
+        "(distillation/gold.py, step 3); measured worse: parenthetical dates go too.",
+    )
     answer: bool = Field(
         default=True,
         description="Also teach the answer prompt on the training questions (when `answer` is a task).",

@@ -9,12 +9,15 @@ supporting paragraph of a training question:
 1. the teacher (any backend; by default the packaged student) extracts its triples, through
    indexing's extraction stage and the distillation teacher cache;
 2. every gold fact whose subject and object the paragraph names is put in: a teacher triple that
-   links the pair (loosely, either direction) takes the gold relation and direction and keeps its
-   own spelling of the names; a fact no triple links is added with the paragraph's spelling of both
-   names; a fact whose names the paragraph does not spell out is left out (counted);
-3. the teacher's other triples stay only if the paragraph states their relation: a content word of
-   the relation shares its first four letters with a word of the paragraph (``directed by`` for
-   "directed by"; not ``birth year`` for "(d. 20 March 851)", nor ``born in`` for "son of").
+   links the pair (loosely, either direction) takes the gold relation and direction, and each name
+   is written as the paragraph spells the gold name (the teacher's spelling where it does not); a
+   fact no triple links is added with the paragraph's spelling of both names; a fact whose names
+   the paragraph does not spell out is left out (counted);
+3. the teacher's other triples stay as they are; with ``gold.drop_unstated``, only those whose
+   relation the paragraph states: a content word of the relation shares its first four letters
+   with a word of the paragraph (``directed by`` for "directed by"; not ``born in`` for "son of").
+   Measured worse (docs/distillation.md, "Real prose"): it also drops the dates of parentheticals
+   ("(November 11, 1890 – July 10, 1958)"), and the student learns to leave them out.
 
 Questions are split into train and test by a hash of their id
 (:func:`indexing.formats.reader.train_test_split`), as ``hoprag index --train-fraction`` and
@@ -142,32 +145,40 @@ def word_stems(passage: str) -> set[str]:
 
 
 def corrected_triples(
-    passage: str, triples: Sequence[Triple], facts: Sequence[Triple], report: GoldReport
+    passage: str,
+    triples: Sequence[Triple],
+    facts: Sequence[Triple],
+    report: GoldReport,
+    drop_unstated: bool = False,
 ) -> list[Triple]:
-    """The teacher's ``triples`` of ``passage`` with ``facts`` put in (module docstring, steps 2–3)."""
-    stems = word_stems(passage)
+    """The teacher's ``triples`` of ``passage`` with ``facts`` put in (module docstring, steps 2–3;
+    step 3 only with ``drop_unstated``)."""
     remaining = [tuple(t) for t in triples]
     gold: list[Triple] = []
     for fact in facts:
         linked = [t for t in remaining if links_pair(fact, t, loose=True)]  # type: ignore[arg-type]
+        subject, obj = spelled_name(fact[0], passage), spelled_name(fact[2], passage)
         if linked:
             s, _, o = linked[0]
-            forward = links_pair(fact, (s, "", o), loose=True) and names_match(
-                normalize_argument(s), normalize_argument(fact[0]), loose=True
-            )
-            subject, obj = (s, o) if forward else (o, s)
+            if not names_match(normalize_argument(s), normalize_argument(fact[0]), loose=True):
+                s, o = o, s
+            # the passage's spelling of the gold name where it has one: the teacher's may be cut
+            # short ("1890" for "November 11, 1890")
+            subject, obj = subject or s, obj or o
             remaining = [t for t in remaining if t not in linked]
             report.relabelled += 1
+        elif subject is None or obj is None:
+            report.unspelled += 1
+            continue
         else:
-            subject, obj = spelled_name(fact[0], passage), spelled_name(fact[2], passage)  # type: ignore[assignment]
-            if subject is None or obj is None:
-                report.unspelled += 1
-                continue
             report.added += 1
         report.relations[fact[1]] += 1
         report.facts_taught.add(fact)
         gold.append((subject, fact[1], obj))
-    kept = [t for t in remaining if relation_stated(t[1], stems)]
+    kept = remaining
+    if drop_unstated:
+        stems = word_stems(passage)
+        kept = [t for t in remaining if relation_stated(t[1], stems)]
     report.teacher_triples_kept += len(kept)
     report.teacher_triples_dropped += len(remaining) - len(kept)
     return list(dict.fromkeys([*gold, *kept]))  # type: ignore[list-item]
@@ -262,7 +273,7 @@ def gold_examples(config: DistillConfig, run_dir: Path) -> tuple[list[StudentExa
             corrected[key] = None
             continue
         facts = [f for f in facts_of_passage.get(key, []) if _names_either(f, passage)]
-        triples = corrected_triples(passage, record.triples, facts, report)  # type: ignore[arg-type]
+        triples = corrected_triples(passage, record.triples, facts, report, settings.drop_unstated)  # type: ignore[arg-type]
         fixed = replace(record, status="ok" if triples else "no_triples", triples=[list(t) for t in triples])
         corrected[key] = fixed
         example = openie_example(key, passage, fixed, extraction.max_new_tokens)

@@ -159,3 +159,81 @@ def test_planner_tasks_are_taught_from_gold_plans_without_asking_the_teacher(
         base.generate([spec.prompt], spec.params)[0].text
         != distilled.generate([spec.prompt], spec.params)[0].text
     )
+
+
+def test_gold_facts_of_real_training_questions_teach_and_init_adapter_is_where_training_starts(
+    tmp_path, tiny_base, ray_cluster
+) -> None:
+    """A 2WikiMultihopQA file as a gold source: its training questions' paragraphs become openie
+    examples whose targets hold the gold facts (the reference teacher knows none of them), a test
+    question's paragraph never appears, and a run with ``init_adapter`` starts from that adapter's
+    weights (with a learning rate too small to move them, they come out as they went in)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from indexing.formats.reader import train_test_split
+
+    items = [
+        {
+            "_id": f"q{i}",
+            "question": f"Who directed Film {i}?",
+            "answer": f"Person {i}",
+            "type": "compositional",
+            "context": [[f"Film {i}", [f"Film {i} is a 1990 drama film directed by Person {i}."]]],
+            "supporting_facts": [[f"Film {i}", 0]],
+            "evidences": [[f"Film {i}", "director", f"Person {i}"]],
+        }
+        for i in range(8)
+    ]
+    source = tmp_path / "dev.json"
+    source.write_text(json.dumps(items))
+    split = train_test_split([{"id": item["_id"]} for item in items], 0.5)
+    train = sorted(int(q["id"][1:]) for q in split["train"])
+    assert 0 < len(train) < len(items)
+
+    torch.manual_seed(1)
+    start = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny_base),
+        LoraConfig(
+            r=4,
+            lora_alpha=16,
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+            init_lora_weights=False,
+        ),
+    )
+    start.save_pretrained(tmp_path / "start")
+
+    base = _config(tiny_base, ray_cluster, 1)
+    config = DistillConfig.model_validate(
+        {
+            **base.model_dump(),
+            "tasks": ["openie"],
+            "max_documents": 2,
+            "held_out_fraction": 0.0,
+            "init_adapter": str(tmp_path / "start"),
+            "gold": {
+                "sources": [{"path": str(source), "format": "2wikimultihopqa"}],
+                "repeat": 2,
+                "teacher": base.teacher.model_dump(),  # the reference extractor: it knows no real fact
+            },
+            "optim": {**base.optim.model_dump(), "learning_rate": 1e-12, "warmup_steps": 0},
+        }
+    )
+    summary = run_distillation(SAMPLE, tmp_path / "run", config)
+    gold = summary["gold"]
+    assert gold["train_questions"] == len(train) and gold["facts_taught"] == len(train)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "data" / "train.jsonl").read_text().splitlines()]
+    real = [r for r in rows if "directed by Person" in r["prompt"]]
+    assert len(real) == 2 * len(train)  # each training paragraph, repeated twice
+    assert {f"(Film {i} | director | Person {i})" for i in train} <= {
+        line for r in real for line in r["target"].splitlines()
+    }
+    assert not any(f"Film {i} is" in r["prompt"] for r in rows for i in set(range(8)) - set(train))
+
+    before = load_file(str(tmp_path / "start" / "adapter_model.safetensors"))
+    after = load_file(str(tmp_path / "run" / "adapter" / "adapter_model.safetensors"))
+    assert before.keys() == after.keys()
+    assert all(torch.allclose(before[k], after[k], atol=1e-6) for k in before)
+    assert any(k.endswith("lora_B.weight") and before[k].abs().sum() > 0 for k in before)  # not a fresh one

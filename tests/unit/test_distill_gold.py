@@ -54,7 +54,7 @@ def test_gold_facts_relabel_the_teachers_pair_add_what_it_missed_and_drop_unstat
         ("Lothair II", "spouse", "Teutberga"),  # the passage does not spell her: left out
     ]
     report = GoldReport()
-    triples = corrected_triples(LOTHAIR, teacher, facts, report)
+    triples = corrected_triples(LOTHAIR, teacher, facts, report, drop_unstated=True)
     assert triples == [
         ("Lothair II", "mother", "Ermengarde of Tours"),
         ("Lothair II", "father", "Lothair I"),
@@ -66,12 +66,20 @@ def test_gold_facts_relabel_the_teachers_pair_add_what_it_missed_and_drop_unstat
     assert (report.teacher_triples_kept, report.teacher_triples_dropped) == (1, 1)
 
 
-def test_a_relabelled_pair_takes_the_gold_direction_and_keeps_the_teachers_spelling():
+def test_a_relabelled_pair_takes_the_gold_direction_and_the_passages_spelling_of_the_gold_names():
     passage = "The film Midnight Court was directed by Frank McDonald (1937)."
     teacher = [("frank mcdonald", "directed", "Midnight Court")]
     fact = ("Midnight Court (film)", "director", "Frank McDonald")
     assert corrected_triples(passage, teacher, [fact], GoldReport()) == [
-        ("Midnight Court", "director", "frank mcdonald")
+        ("Midnight Court", "director", "Frank McDonald")
+    ]
+    # a date the teacher cut short comes out whole; a name the passage spells otherwise stays the teacher's
+    passage = "Ringo Lam (December 8, 1955 – December 29, 2018) was a Hong Kong film director."
+    teacher = [("Ringo Lam", "birth year", "1955"), ("Ringo Lam", "is a", "film director")]
+    fact = ("Ringo Lam Ling-Tung", "date of birth", "December 8, 1955")
+    assert corrected_triples(passage, teacher, [fact], GoldReport()) == [
+        ("Ringo Lam", "date of birth", "December 8, 1955"),
+        ("Ringo Lam", "is a", "film director"),
     ]
 
 
