@@ -162,10 +162,12 @@ def test_planner_tasks_are_taught_from_gold_plans_without_asking_the_teacher(
 
 
 def test_gold_facts_of_real_training_questions_teach_and_init_adapter_is_where_training_starts(
-    tmp_path, tiny_base, ray_cluster
+    tmp_path, tiny_base, ray_cluster, rule_server
 ) -> None:
     """A 2WikiMultihopQA file as a gold source: its training questions' paragraphs become openie
-    examples whose targets hold the gold facts (the reference teacher knows none of them), a test
+    examples whose targets hold the gold facts (the teacher, the rule-based LLM over HTTP, links
+    each pair with the sentence's words, "is a 1990 drama film directed by"; the gold relation
+    replaces them), a test
     question's paragraph never appears, and a run with ``init_adapter`` starts from that adapter's
     weights (with a learning rate too small to move them, they come out as they went in)."""
     import torch
@@ -216,7 +218,14 @@ def test_gold_facts_of_real_training_questions_teach_and_init_adapter_is_where_t
             "gold": {
                 "sources": [{"path": str(source), "format": "2wikimultihopqa"}],
                 "repeat": 2,
-                "teacher": base.teacher.model_dump(),  # the reference extractor: it knows no real fact
+                "teacher": {
+                    "backend": "openai",
+                    "openai": {
+                        "base_url": rule_server.base_url,
+                        "model": "rule",
+                        "prompt_style": "completion",
+                    },
+                },
             },
             "optim": {**base.optim.model_dump(), "learning_rate": 1e-12, "warmup_steps": 0},
         }
@@ -224,12 +233,11 @@ def test_gold_facts_of_real_training_questions_teach_and_init_adapter_is_where_t
     summary = run_distillation(SAMPLE, tmp_path / "run", config)
     gold = summary["gold"]
     assert gold["train_questions"] == len(train) and gold["facts_taught"] == len(train)
+    assert gold["relabelled"] == len(train) and gold["teacher_failed"] == 0
     rows = [json.loads(line) for line in (tmp_path / "run" / "data" / "train.jsonl").read_text().splitlines()]
     real = [r for r in rows if "directed by Person" in r["prompt"]]
     assert len(real) == 2 * len(train)  # each training paragraph, repeated twice
-    assert {f"(Film {i} | director | Person {i})" for i in train} <= {
-        line for r in real for line in r["target"].splitlines()
-    }
+    assert {r["target"] for r in real} == {f"(Film {i} | director | Person {i})\n\n" for i in train}
     assert not any(f"Film {i} is" in r["prompt"] for r in rows for i in set(range(8)) - set(train))
 
     before = load_file(str(tmp_path / "start" / "adapter_model.safetensors"))
