@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from evaluation.questions import select_questions
 from evaluation.results import error_counts
@@ -24,7 +24,10 @@ from hoprag.llm.factory import LazyLLM
 from hoprag.qa.builder import assemble_qa_system, index_llm_config, retrieval_components
 from hoprag.qa.config import QASettings
 from hoprag.retrieval.base import Retriever
+from hoprag.retrieval.candidates import candidate_retriever
 from hoprag.retrieval.loading import index_embedder
+
+RetrievalSetting = Literal["pooled", "distractor"]
 
 
 def evaluate_retrieval(
@@ -37,9 +40,13 @@ def evaluate_retrieval(
     embedder: Embedder | None = None,
     llm: LLM | None = None,
     ids: Collection[str] | None = None,
+    setting: RetrievalSetting = "pooled",
 ) -> dict[str, Any]:
     """Mean recall@k over the split's questions that have gold documents in the index (only those
     whose id is in ``ids``, where given: e.g. a training run's validation questions).
+
+    ``setting``: ``pooled`` ranks every document of the index; ``distractor`` ranks only each
+    question's own paragraphs, as the published file gave them (:mod:`hoprag.retrieval.candidates`).
 
     Each question is linked at query time as the QA endpoint links it (``llm``: the LLM for NER,
     by default the one the index was built with, loaded only for a question without stored links).
@@ -53,6 +60,8 @@ def evaluate_retrieval(
     if ids is not None:
         rows = [r for r in rows if r["id"] in ids]
     scored = [r for r in rows if r["supporting_docs"]]
+    if setting == "distractor":
+        retriever = candidate_retriever(retriever, scored, index.document_titles)
     settings = QASettings(llm=index_llm_config(index))
     qa = assemble_qa_system(
         retrieval_components(
@@ -65,7 +74,9 @@ def evaluate_retrieval(
     records: list[dict[str, Any]] = []
     for start in range(0, len(scored), batch_size):
         records.extend(worker.evaluate(scored[start : start + batch_size]))
-    return _summarize(rows, scored, records, report.duplicate_ids, ks, split, retriever.name, group_by)
+    summary = _summarize(rows, scored, records, report.duplicate_ids, ks, split, retriever.name, group_by)
+    summary["setting"] = setting
+    return summary
 
 
 def evaluate_endpoint(

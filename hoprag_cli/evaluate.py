@@ -46,6 +46,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     er.add_argument("--split", default="test", help="question split (train or test)")
     er.add_argument(
+        "--setting",
+        choices=("pooled", "distractor"),
+        default="pooled",
+        help="pooled: rank every document of the index; distractor: rank only each question's own "
+        "paragraphs as its published file gave them (HotpotQA's distractor setting; an index of a "
+        "HotpotQA, 2WikiMultihopQA-with-context or MuSiQue file; in-process form only)",
+    )
+    er.add_argument(
         "--validation-of",
         type=Path,
         default=None,
@@ -203,7 +211,12 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
             "eval retrieval: --by is for the quick in-process form; with --out the report already "
             "breaks recall down by hops, question type, supporting documents and entity distance"
         )
-    for flag, value in (("--doc-ranker", args.doc_ranker), ("--validation-of", args.validation_of)):
+    setting = None if args.setting == "pooled" else args.setting
+    for flag, value in (
+        ("--doc-ranker", args.doc_ranker),
+        ("--validation-of", args.validation_of),
+        ("--setting", setting),
+    ):
         if value is not None and (args.out is not None or args.url is not None):
             raise UserError(f"eval retrieval: {flag} is for the quick in-process form (no --out, no --url)")
     if args.url is not None:
@@ -237,7 +250,9 @@ def run_eval_retrieval(args: argparse.Namespace) -> int:
         retriever = load_retriever(args.retriever, index)
         if args.doc_ranker is not None:
             retriever = with_doc_ranker(retriever, args.doc_ranker)
-        result = evaluate_retrieval(index, retriever, split=split, group_by=args.by, ids=ids)
+        result = evaluate_retrieval(
+            index, retriever, split=split, group_by=args.by, ids=ids, setting=args.setting
+        )
     except (KGIndexError, RetrieverSpecError, ValueError) as exc:
         raise UserError(str(exc)) from exc
     _print_result(result, args.json, args.per_question)

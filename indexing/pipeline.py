@@ -274,6 +274,8 @@ def _previous_questions(previous: KGIndex) -> dict[str, list[dict[str, Any]]]:
             "supporting_facts": row.get("supporting_facts") or row["supporting_docs"],
             "metadata": json.loads(row.get("metadata") or "{}"),
         }
+        if row.get("candidate_docs"):
+            question["candidate_documents"] = list(row["candidate_docs"])
         sources = row.get("link_sources") or []
         if sources and all(s == START_NODES for s in sources):
             question["start_nodes"] = {"entity": list(row["question_entities"])}

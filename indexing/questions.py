@@ -86,12 +86,16 @@ def link_questions(
         sup_entities: list[int] = sorted(
             {e for t in supporting_docs for e in doc_to_entities.get(title_to_doc[t], [])}
         )
+        # A published benchmark's own paragraphs of the question (HotpotQA's distractor setting);
+        # empty: every document of the index is a candidate (the pooled setting).
+        candidates = [t for t in q.get("candidate_documents") or [] if t in title_to_doc]
         row: dict[str, Any] = {
             "id": q["id"],
             "question": q["question"],
             "answer": q.get("answer", ""),
             "answer_aliases": q.get("answer_aliases", []),
             "supporting_docs": supporting_docs,
+            "candidate_docs": candidates,
             "supporting_entities": [entity_names[e] for e in sup_entities],
             "question_entities": list(linked.entities),
             "link_sources": list(linked.sources),
@@ -116,6 +120,7 @@ def questions_table(rows: list[dict[str, Any]]) -> pa.Table:
         "link_sources",
         "supporting_facts",
         "supporting_docs",
+        "candidate_docs",
         "supporting_entities",
         "answer_in_supporting_entities",
         "metadata",
@@ -131,6 +136,7 @@ def questions_table(rows: list[dict[str, Any]]) -> pa.Table:
             ("link_sources", pa.list_(pa.string())),
             ("supporting_facts", pa.list_(pa.string())),
             ("supporting_docs", pa.list_(pa.string())),
+            ("candidate_docs", pa.list_(pa.string())),
             ("supporting_entities", pa.list_(pa.string())),
             ("answer_in_supporting_entities", pa.bool_()),
             ("metadata", pa.string()),

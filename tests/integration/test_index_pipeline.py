@@ -276,3 +276,63 @@ def test_bad_documents_and_a_timing_out_endpoint(tmp_path, rule_server, rule_llm
     summary = build_index(out, cfg, corpus=read_corpus(corpus_file))
     assert rule_llm.calls["openie"] - before == 1
     assert summary.statuses["llm_error"] == 0 and summary.statuses["ok"] == 5
+
+
+def test_a_hotpotqa_file_keeps_each_questions_paragraphs_for_the_distractor_setting(
+    tmp_path, rule_server, rule_llm, ray_cluster
+):
+    """The pool holds every question's paragraphs; the index keeps each question's own as
+    ``candidate_docs`` (also through ``--add``), and the distractor setting ranks only those while
+    the pooled one ranks the pool: with 4 own paragraphs in a pool of 12, a pooled top 5 always
+    holds another question's paragraph, a distractor top 5 never does."""
+    from evaluation.retrieval import evaluate_retrieval
+    from hoprag.retrieval.loading import load_retriever
+    from indexing.formats import read_published
+
+    places = ["Quifen", "Marrow Bay", "Oskel"]
+    items = []
+    for i, place in enumerate(places):
+        own = [
+            [f"Film {i}", [f"Film {i} was directed by Person {i}."]],
+            [f"Person {i}", [f"Person {i} was born in {place}."]],
+            [f"Song {i}", [f"Song {i} was written by Writer {i}."]],
+            [f"Lake {i}", [f"Lake {i} lies near Town {i}."]],
+        ]
+        items.append(
+            {
+                "_id": f"h{i}",
+                "question": f"Where was the director of Film {i} born?",
+                "answer": place,
+                "type": "bridge",
+                "level": "hard",
+                "context": own,
+                "supporting_facts": [[f"Film {i}", 0], [f"Person {i}", 0]],
+            }
+        )
+    path = tmp_path / "hotpot_dev_distractor.json"
+    path.write_text(json.dumps(items))
+    out = tmp_path / "index"
+    build_index(
+        out, http_index_config(rule_server.base_url, ray_cluster), corpus=read_published(path, "hotpotqa")
+    )
+    index = KGIndex(out)
+    own = {q["id"]: q["candidate_docs"] for q in index.questions.to_pylist()}
+    assert own == {f"h{i}": [f"Film {i}", f"Person {i}", f"Song {i}", f"Lake {i}"] for i in range(3)}
+    assert index.documents.num_rows == 12
+
+    dense = load_retriever("dense", index)
+    pooled = evaluate_retrieval(index, dense, ks=(5,), llm=rule_llm)
+    distractor = evaluate_retrieval(index, dense, ks=(5,), llm=rule_llm, setting="distractor")
+    assert distractor["setting"] == "distractor" and distractor["n"] == pooled["n"] == 3
+    for row in distractor["per_question"]:
+        assert set(row["documents"]) == set(own[row["id"]])  # all four own, nothing else
+    assert all(set(r["documents"]) - set(own[r["id"]]) for r in pooled["per_question"])
+    assert distractor["recall@5"] == 1.0
+
+    # an --add of other documents keeps the questions' candidates
+    extra = tmp_path / "extra.json"
+    extra.write_text(json.dumps([{"title": "Other Lake", "text": "Other Lake lies near Town 9."}]))
+    build_index(
+        out, http_index_config(rule_server.base_url, ray_cluster), corpus=read_corpus(extra), add=True
+    )
+    assert {q["id"]: q["candidate_docs"] for q in KGIndex(out).questions.to_pylist()} == own

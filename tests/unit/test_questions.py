@@ -24,6 +24,8 @@ def test_link_sources_and_supporting_entities(embedder):
             "question": "Where did the author of The Salt Ledger study?",
             "answer": "Carrow College",
             "supporting_facts": ["The Salt Ledger", "Juno Halleck", "Unknown Doc"],
+            # a published file's own paragraphs of the question, as far as the index holds them
+            "candidate_documents": ["Juno Halleck", "Unknown Doc", "The Salt Ledger"],
         },
         {
             "id": "2",
@@ -49,6 +51,8 @@ def test_link_sources_and_supporting_entities(embedder):
     assert rows[0]["question_entities"] == ["the salt ledger"]
     assert rows[0]["link_sources"] == ["llm_exact"]
     assert rows[0]["supporting_docs"] == ["The Salt Ledger", "Juno Halleck"]
+    assert rows[0]["candidate_docs"] == ["Juno Halleck", "The Salt Ledger"]
+    assert rows[1]["candidate_docs"] == []  # pooled: every document is a candidate
     assert rows[0]["supporting_entities"] == [
         "carrow college",
         "juno halleck",
