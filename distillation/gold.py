@@ -93,7 +93,7 @@ class GoldReport:
     paragraphs: int = 0
     paragraphs_held_out: int = 0  # supporting paragraphs of a test question: never shown
     passages: int = 0
-    facts: int = 0  # gold facts of the training questions
+    facts: int = 0  # distinct gold facts of the training questions
     facts_taught: set[Triple] = field(default_factory=set)  # put into at least one passage
     # per (passage, fact) that names the fact's subject or object:
     relabelled: int = 0  # a teacher triple linked the pair; it took the gold relation
@@ -192,6 +192,7 @@ def gold_paragraphs(sources: Sequence[GoldSource], report: GoldReport) -> GoldPa
     facts: dict[str, list[Triple]] = {}
     questions: list[dict[str, Any]] = []
     others: dict[str, Document] = {}
+    distinct: set[Triple] = set()
     for source in sources:
         corpus = read_published(Path(source.path), source.format, source.train_fraction)
         report.sources.append(f"{source.path} ({corpus.format})")
@@ -211,12 +212,13 @@ def gold_paragraphs(sources: Sequence[GoldSource], report: GoldReport) -> GoldPa
                 documents.setdefault(title, by_title[title])
                 facts.setdefault(title, [])
             for fact in gold_facts(q):
-                report.facts += 1
+                distinct.add(fact)
                 for title in titles:
                     if fact not in facts[title] and _names_either(fact, by_title[title].text):
                         facts[title].append(fact)
         others.update({d.title: d for d in corpus.documents if d.title not in unseen})
     report.paragraphs = len(documents)
+    report.facts = len(distinct)
     return GoldParagraphs(list(documents.values()), facts, questions, distractor_pool=list(others.values()))
 
 
