@@ -172,11 +172,11 @@ def score_questions(
             counts = by_relation.setdefault(fact[1], Counter())
             n["facts"] += 1
             counts["facts"] += 1
-            for kind, loose in (("equal", False), ("loose", True)):
-                hit = pair_found(fact, pooled, loose)
+            linking = [t for t in pooled if links_pair(fact, t, loose=True)]
+            # an equal match is a loose one, so only the linking triples can hold it
+            for kind, hit in (("equal", pair_found(fact, linking, False)), ("loose", bool(linking))):
                 n[kind] += hit
                 counts[kind] += hit
-            linking = [t for t in pooled if links_pair(fact, t, loose=True)]
             if linking:
                 fits = any(relation_fits(fact[1], t[1]) for t in linking)
                 n["fits"] += fits
