@@ -15,6 +15,7 @@ from hoprag.llm.factory import LLMBackendConfig
 from hoprag.planner.config import PlannerConfig
 from hoprag.qa.config import QASettings, RetrieveModeSettings
 from hoprag.ray_runtime import RayConfig
+from hoprag.retrieval.base import DEFAULT_RETRIEVER
 
 REGISTRY = Path(__file__).parent / "registry.yaml"
 _NAME = re.compile(r"^[\w.-]+$")
@@ -162,13 +163,14 @@ def resolve_benchmark(name_or_path: str, registry: Path = REGISTRY) -> Benchmark
 
 
 def default_systems(retriever: str | None) -> list[SystemSpec]:
-    """The systems ``hoprag eval run --index ... --retriever ...`` evaluates."""
-    systems = [
+    """The systems ``hoprag eval run --index ... [--retriever SPEC]`` evaluates: dense and the GLM
+    (``retriever``, default :data:`~hoprag.retrieval.base.DEFAULT_RETRIEVER`) alone and as RAG, and
+    the LLM without context."""
+    retriever = retriever or DEFAULT_RETRIEVER
+    return [
         SystemSpec(name="dense", kind="retrieval", retriever="dense"),
+        SystemSpec(name="glm", kind="retrieval", retriever=retriever),
         SystemSpec(name="no-context", kind="qa", pipeline="no_context"),
         SystemSpec(name="dense-rag", kind="qa", pipeline="rag", retriever="dense"),
+        SystemSpec(name="glm-rag", kind="qa", pipeline="rag", retriever=retriever),
     ]
-    if retriever:
-        systems[1:1] = [SystemSpec(name="glm", kind="retrieval", retriever=retriever)]
-        systems.append(SystemSpec(name="glm-rag", kind="qa", pipeline="rag", retriever=retriever))
-    return systems

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from hoprag_cli.common import UserError, add_config_args
@@ -16,14 +17,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--url", default=None, help="base URL of a running `hoprag serve` (instead of --index)")
     a.add_argument("--token", default=None, help="bearer token for --url (default: $HOPRAG_TOKEN)")
     a.add_argument(
-        "--retriever", default=None, help="GLM retriever / training run directory: adds the 'glm' traversal"
+        "--retriever",
+        default=None,
+        help="'dense', a GLM retriever / training run directory, or several joined by '+'; retrieve "
+        "mode: default packaged-glm+dense (docs/glm.md); plan mode: adds the 'glm' traversal",
     )
     a.add_argument(
         "--mode",
         choices=["plan", "retrieve"],
         default="plan",
         help="plan: PAI-2 planner; retrieve: single-shot GLM-RAG (one retrieval, one LLM call; "
-        "uses --retriever, else the dense baseline)",
+        "uses --retriever, else the shipped GLM fused with dense)",
     )
     a.add_argument("--top-k", type=int, default=5, help="documents returned")
     a.add_argument("--json", action="store_true", help="print one JSON object (answer, trace, cost)")
@@ -40,7 +44,7 @@ def run_ask(args: argparse.Namespace) -> int:
     from hoprag.kg.store import KGIndexError
     from hoprag.planner.planner import PlannerInputError
     from hoprag.planner.report import format_answer
-    from hoprag.qa.builder import build_qa_system
+    from hoprag.qa.builder import build_qa_system, retriever_for
     from hoprag.qa.config import QASettings, QASystemConfig
     from hoprag.retrieval.loading import RetrieverSpecError
 
@@ -48,6 +52,10 @@ def run_ask(args: argparse.Namespace) -> int:
     config = QASystemConfig(
         **settings.model_dump(), index=str(args.index), mode=args.mode, retriever=args.retriever
     )
+    retriever = retriever_for(config)
+    if retriever is not None and not args.json:
+        default = " (the default; --retriever chooses another)" if args.retriever is None else ""
+        print(f"[ask] retriever: {retriever}{default}", file=sys.stderr, flush=True)
     try:
         result = build_qa_system(config).answer(args.question, top_k=args.top_k)
     except (KGIndexError, RetrieverSpecError, PlannerInputError, ValueError) as exc:

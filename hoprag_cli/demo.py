@@ -20,12 +20,13 @@ from hoprag_cli.common import add_config_args
 
 if TYPE_CHECKING:
     from hoprag.llm.factory import LLMBackendConfig
+    from training.config import TrainConfig
 
 from hoprag.paths import SAMPLE_CORPUS
+from training.recipes import FINE_TUNE_STEPS
 
-# 100 steps of fine-tuning the shipped GLM put it ahead of dense at recall@2 and @5 on the sample's
-# test split (docs/benchmarks.md, "the packaged sample"); 127 s on 2 undisturbed cores
-DEMO_TRAIN_STEPS = 100
+# hoprag train's default recipe (training/recipes.py)
+DEMO_TRAIN_STEPS = FINE_TUNE_STEPS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -156,6 +157,28 @@ def _describe_llm(config: LLMBackendConfig) -> str:
     )
 
 
+def demo_train_config(steps: int, init: str | None) -> TrainConfig:
+    """What the demo trains: with ``init`` (the shipped GLM) ``hoprag train``'s default recipe
+    (:mod:`training.recipes`), the same run a user gets from ``hoprag train --index IDX --out RUN``;
+    without, the MiniLM GLM from its pretrained encoder with the CPU recipes' sampler and ranker
+    (training/configs/glm-minilm-cpu.yaml)."""
+    from training.config import TrainConfig
+    from training.recipes import default_recipe
+
+    if init:
+        return TrainConfig.model_validate({**default_recipe(steps), "init": init})
+    return TrainConfig.model_validate(
+        {
+            "backbone": {"model": "minilm"},
+            "glm": {"sampler": {"max_triplets": 100}, "doc_ranker": "score_idf"},
+            "max_steps": steps,
+            "epochs": 50,
+            "run": {"checkpoint_every": 50},
+            "data": {"streaming": False},
+        }
+    )
+
+
 def _train_and_compare(index_dir: Path, run_dir: Path, steps: int, from_minilm: bool = False) -> None:
     """Fine-tune the general GLM shipped with hoprag (``packaged-glm``: a LoRA MiniLM GLM trained on
     a larger generated benchmark; with ``from_minilm`` or where it is missing, train the MiniLM GLM
@@ -165,7 +188,6 @@ def _train_and_compare(index_dir: Path, run_dir: Path, steps: int, from_minilm: 
     from hoprag.glm.artifact import PACKAGED_GLM_NAME, RetrieverLoadError, read_retriever_meta
     from hoprag.kg.index import KGIndex
     from hoprag.retrieval.loading import load_retriever
-    from training.config import TrainConfig
     from training.trainer import run_training
 
     init = None
@@ -177,21 +199,7 @@ def _train_and_compare(index_dir: Path, run_dir: Path, steps: int, from_minilm: 
             print(f"[demo] no shipped GLM to fine-tune ({exc}); training from MiniLM", flush=True)
     if init:
         _forget_run_of_other_weights(run_dir, PACKAGED_GLM_NAME)
-    # fine-tuning keeps the shipped GLM's sampler and document ranker (chosen on its validation
-    # questions); from MiniLM, the CPU recipes' (training/configs/glm-minilm-cpu.yaml)
-    glm = {} if init else {"sampler": {"max_triplets": 100}, "doc_ranker": "score_idf"}
-    config = TrainConfig.model_validate(
-        {
-            "backbone": {"model": "minilm"},
-            "glm": glm,
-            "max_steps": steps,
-            "epochs": 50,
-            "run": {"checkpoint_every": 50},
-            # as the CPU recipes: on 2 cores a Ray Data stream's scheduling loop would take a core
-            "data": {"streaming": False},
-            "init": init,
-        }
-    )
+    config = demo_train_config(steps, init)
     start = (
         "fine-tuning the shipped general GLM (packaged-glm)"
         if init
@@ -206,7 +214,8 @@ def _train_and_compare(index_dir: Path, run_dir: Path, steps: int, from_minilm: 
     metrics = run_training(index_dir, run_dir, config)
     print(
         f"trained in {time.perf_counter() - t0:.0f}s: loss {metrics.get('loss', float('nan')):.3f}, validation "
-        f"recall@2 {metrics.get('val_recall@2', float('nan')):.3f}, recall@5 {metrics.get('val_recall@5', float('nan')):.3f}"
+        f"recall@2 {metrics.get('val_recall@2', float('nan')):.3f}, recall@5 {metrics.get('val_recall@5', float('nan')):.3f}; "
+        f"exported with the {metrics.get('exported_ranker')} document ranker (best on validation)"
     )
     index = KGIndex(index_dir)
     rows = [("dense (MiniLM sentence embeddings)", "dense")]

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hoprag.retrieval.base import DEFAULT_RETRIEVER
 from hoprag_cli.common import UserError, add_config_args
 
 if TYPE_CHECKING:
@@ -28,7 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="index dir, registry name or GFM-RAG dataset dir (index: DIR/processed/hoprag-index) (repeatable)",
     )
     erun.add_argument(
-        "--retriever", default=None, help="GLM retriever / run directory (adds glm and glm-rag)"
+        "--retriever",
+        default=None,
+        help="GLM retriever / run directory for the glm and glm-rag systems (default: packaged-glm+dense)",
     )
     erun.add_argument("--out", type=Path, default=None, help="evaluation directory")
     erun.add_argument("--limit", type=int, default=None, help="first N questions per benchmark")
@@ -41,8 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     er.add_argument("--index", type=Path, required=True, help="index directory (with processed questions)")
     er.add_argument(
         "--retriever",
-        default="dense",
-        help="'dense', a retriever / training run directory, or several joined by '+' (rankings fused)",
+        default=DEFAULT_RETRIEVER,
+        help="'dense', a retriever / training run directory, or several joined by '+' (rankings fused); "
+        "default: packaged-glm+dense, the shipped GLM fused with dense (docs/glm.md)",
     )
     er.add_argument("--split", default="test", help="question split (train or test)")
     er.add_argument(

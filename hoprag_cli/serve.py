@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hoprag.retrieval.base import DEFAULT_RETRIEVER
 from hoprag_cli.common import UserError, add_config_args
 
 
@@ -28,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="[NAME=]SPEC",
-        help="GLM/GNN retriever or training run directory, or 'dense' (default); NAME=SPEC per named index",
+        help="GLM/GNN retriever or training run directory, 'dense', or several joined by '+' (default: "
+        "packaged-glm+dense, the shipped GLM fused with dense; docs/glm.md); NAME=SPEC per named index",
     )
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=8000)
@@ -47,7 +49,7 @@ def served_indexes_from_args(indexes: list[str], retrievers: list[str]) -> dict[
     if len(indexes) == 1 and not named[0][1]:
         if len(retrievers) > 1 or any("=" in r for r in retrievers):
             raise UserError("serve: with one unnamed --index, give at most one --retriever SPEC")
-        return {"index": indexes[0], "retriever": retrievers[0] if retrievers else "dense"}
+        return {"index": indexes[0], "retriever": retrievers[0] if retrievers else DEFAULT_RETRIEVER}
     if any(not sep or not name for name, sep, _ in named):
         raise UserError("serve: several indexes are named: --index NAME=DIR for each")
     by_name: dict[str, str] = {}
@@ -58,7 +60,8 @@ def served_indexes_from_args(indexes: list[str], retrievers: list[str]) -> dict[
         by_name[name] = spec
     return {
         "indexes": [
-            {"name": name, "index": path, "retriever": by_name.get(name, "dense")} for name, _, path in named
+            {"name": name, "index": path, "retriever": by_name.get(name, DEFAULT_RETRIEVER)}
+            for name, _, path in named
         ]
     }
 
@@ -78,4 +81,6 @@ def run_serve(args: argparse.Namespace) -> int:
     if from_args:  # the command line's indexes replace the config file's
         base = {k: v for k, v in base.items() if k not in ("index", "indexes", "retriever")} | from_args
     settings = load_config(QAAppSettings, None, args.overrides, base=base)
+    for served in settings.served_indexes:
+        print(f"[serve] index {served.name}: {served.index}, retriever {served.retriever}", flush=True)
     return serve_foreground(settings, args.host, args.port)

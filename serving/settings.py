@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from hoprag.config import StrictModel
 from hoprag.qa.config import QASettings
+from hoprag.retrieval.base import DEFAULT_RETRIEVER
 
 
 class AutoscalingSettings(StrictModel):
@@ -107,9 +108,9 @@ class ServedIndex(StrictModel):
     )
     index: str = Field(description="KG index directory (local path or a mounted volume).")
     retriever: str = Field(
-        default="dense",
+        default=DEFAULT_RETRIEVER,
         description="'dense', a GLM / GNN retriever (or training run) directory, or several joined by '+' "
-        "(rankings fused, e.g. 'runs/glm+dense').",
+        "(rankings fused, e.g. 'runs/glm+dense'); default: the shipped GLM fused with dense.",
     )
 
     @field_validator("name")
@@ -168,9 +169,9 @@ class QAAppSettings(QASettings):
         "'default'; or give `indexes` instead.",
     )
     retriever: str = Field(
-        default="dense",
+        default=DEFAULT_RETRIEVER,
         description="'dense', a GLM / GNN retriever (or training run) directory, or several joined by '+' "
-        "(rankings fused, e.g. 'runs/glm+dense'); with `index`.",
+        "(rankings fused, e.g. 'runs/glm+dense'); with `index`; default: the shipped GLM fused with dense.",
     )
     indexes: list[ServedIndex] = Field(
         default_factory=list,

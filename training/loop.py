@@ -317,15 +317,21 @@ class WorkerSession:
             ray.train.report(payload, checkpoint=ray.train.Checkpoint.from_directory(str(staging)))
 
     def export(self) -> None:
-        """Rank 0 writes the servable retriever directory (RUN_DIR/retriever)."""
-        if self.rank == 0:
-            self.family.export(
-                Path(self.params["out"]) / "retriever",
-                self.engine.module,
-                self.resources,
-                self.config,
-                self.params.get("init"),
-            )
+        """Rank 0 writes the servable retriever directory (RUN_DIR/retriever) with the document
+        ranker that the run's last validation scored best (:mod:`training.rankers`)."""
+        if self.rank != 0:
+            return
+        from training.rankers import best_ranker, last_validation
+
+        out = Path(self.params["out"])
+        settings = self.family.settings(self.config)
+        ranker = best_ranker(last_validation(out / VALIDATION_FILE), settings.doc_ranker)
+        config = self.config.model_copy(
+            update={self.family.name: settings.model_copy(update={"doc_ranker": ranker})}
+        )
+        self.family.export(
+            out / "retriever", self.engine.module, self.resources, config, self.params.get("init")
+        )
 
 
 def _validate(retriever: Any, rows: list[dict[str, Any]]) -> dict[str, float]:

@@ -27,6 +27,7 @@ from training.families import family_of
 from training.loop import (
     PROGRESS_FILE,
     STATE_FILE,
+    VALIDATION_FILE,
     read_progress,
     total_steps,
     train_loop_per_worker,
@@ -120,8 +121,24 @@ def run_training(
     metrics = dict(result.metrics or {})
     if init is not None:
         metrics["init"] = init
+    metrics.update(ranker_summary(out))
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
     return metrics
+
+
+def ranker_summary(out: Path) -> dict[str, Any]:
+    """The exported document ranker (``exported_ranker``) and every ranker's last validation
+    recall (``val_recall@K/ranker=NAME``, the mean over the run's indexes), for metrics.json."""
+    from hoprag.glm.artifact import RETRIEVER_CONFIG
+    from training.rankers import last_validation, recall_by_ranker
+
+    summary: dict[str, Any] = {}
+    meta = out / "retriever" / RETRIEVER_CONFIG
+    if meta.is_file():
+        summary["exported_ranker"] = json.loads(meta.read_text()).get("settings", {}).get("doc_ranker")
+    for ranker, by_k in recall_by_ranker(last_validation(out / VALIDATION_FILE)).items():
+        summary.update({f"val_recall@{k}/ranker={ranker}": v for k, v in by_k.items()})
+    return summary
 
 
 def latest_state(run_storage: str) -> dict[str, Any] | None:

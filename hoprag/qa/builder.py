@@ -136,9 +136,12 @@ def assemble_qa_system(components: QAComponents, config: QASystemConfig | QASett
 
 
 def retriever_for(config: QASystemConfig) -> str | None:
-    """The retriever a config's mode uses: retrieve mode defaults to the dense baseline."""
+    """The retriever a config's mode uses: retrieve mode defaults to
+    :data:`~hoprag.retrieval.base.DEFAULT_RETRIEVER`; plan mode walks one only when given."""
+    from hoprag.retrieval.base import DEFAULT_RETRIEVER
+
     if config.mode == "retrieve":
-        return config.retriever or "dense"
+        return config.retriever or DEFAULT_RETRIEVER
     return config.retriever if config.mode == "plan" else None
 
 

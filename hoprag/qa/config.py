@@ -49,6 +49,7 @@ class QASystemConfig(QASettings):
     )
     retriever: str | None = Field(
         default=None,
-        description="'dense' or a GLM retriever / training run directory. retrieve mode: default 'dense'; "
+        description="'dense', a GLM retriever / training run directory, or several joined by '+'. retrieve "
+        "mode: default 'packaged-glm+dense' (the shipped GLM fused with dense, docs/glm.md); "
         "plan mode: when given, the planner also walks it as the 'glm' traversal.",
     )

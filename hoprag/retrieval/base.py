@@ -11,6 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+# What ask, serve and eval use when no retriever is named: the GLM shipped with hoprag fused with
+# dense retrieval, the row that wins most of the benchmarks in docs/ (docs/glm.md, "Which recipe,
+# measured where"; dense alone wins on HotpotQA and on MuSiQue's pooled setting).
+DEFAULT_RETRIEVER = "packaged-glm+dense"
+
 
 @dataclass(frozen=True)
 class RetrievalQuery:

@@ -239,7 +239,18 @@ def test_two_indexes_are_mixed_and_validated_per_index(tmp_path, train_index, se
                 r: metrics[f"val_recall@{k}/ranker={r}/{name}"] for r in ("idf", "score_idf", "score")
             }
             assert by_ranker[TrainConfig().glm.doc_ranker] == metrics[f"val_recall@{k}/{name}"]
-    assert (tmp_path / "run" / "retriever" / "retriever.json").is_file()
+    # the export carries the ranker with the best mean validation recall@2 (then @5) over both indexes
+    exported = json.loads((tmp_path / "run" / "retriever" / "retriever.json").read_text())["settings"][
+        "doc_ranker"
+    ]
+    mean = {
+        r: tuple(sum(metrics[f"val_recall@{k}/ranker={r}/{n}"] for n in ("first", "second")) for k in (2, 5))
+        for r in ("idf", "score_idf", "score")
+    }
+    best = max(mean.values())
+    assert mean[exported] == best and metrics["exported_ranker"] == exported
+    if mean[TrainConfig().glm.doc_ranker] == best:  # ties keep the configured ranker
+        assert exported == TrainConfig().glm.doc_ranker
     # the in-memory path (data.streaming false) trains on the same plans
     memory = run_training(
         None,
@@ -301,3 +312,28 @@ def test_the_gnn_trains_resumes_exports_and_evaluates(tmp_path, train_index, ray
     with pytest.raises(InitError, match="GLM retrievers"):
         config = _gnn_config(2).model_copy(update={"init": str(run)})
         run_training(train_index, tmp_path / "init", config, RayConfig(address=ray_cluster))
+
+
+def test_hoprag_train_with_no_recipe_fine_tunes_the_shipped_glm_and_compares(
+    tmp_path, train_index, ray_cluster, capsys
+):
+    """The command a user types first: the default recipe (fine-tune packaged-glm), the validation-
+    best ranker exported, and closing lines that compare the run with dense and the shipped GLM."""
+    from hoprag_cli import main
+
+    run = tmp_path / "run"
+    argv = ["train", "--index", str(train_index), "--out", str(run), "--max-steps", "2"]
+    assert main([*argv, "--ray-address", ray_cluster]) == 0
+    out = capsys.readouterr().out
+    assert "fine-tuning packaged-glm" in out
+    meta = json.loads((run / "retriever" / "retriever.json").read_text())
+    assert meta["init"]["path"].endswith("glm/retriever")  # started from the shipped GLM
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert meta["settings"]["doc_ranker"] == metrics["exported_ranker"]
+    scored = {r: metrics[f"val_recall@2/ranker={r}"] for r in ("idf", "score_idf", "score")}
+    assert scored[metrics["exported_ranker"]] == max(scored.values())
+    baselines = json.loads((run / "baselines.json").read_text())
+    assert [o["spec"] for o in baselines["others"]] == ["dense", "packaged-glm", f"{run}+dense"]
+    assert baselines["n_questions"] > 0 and "validation recall" in out
+    best = baselines["best"]
+    assert (f"serve --retriever {best} instead" in out) != (best == str(run))
