@@ -115,11 +115,11 @@ def run_train(args: argparse.Namespace) -> int:
     print(f"[train] {start} → {args.out}", flush=True)
     try:
         metrics = run_training(args.index, args.out, config, RayConfig(address=args.ray_address))
-    except (TrainDataError, InitError) as exc:
-        hint = (
-            "" if args.from_scratch or args.backbone or args.config else " (--from-scratch trains without it)"
-        )
-        raise UserError(f"{exc}{hint}") from exc
+    except TrainDataError as exc:
+        raise UserError(str(exc)) from exc
+    except InitError as exc:
+        default = not (args.from_scratch or args.backbone or args.config or args.init)
+        raise UserError(f"{exc}{' (--from-scratch trains without it)' if default else ''}") from exc
     print(json.dumps({k: v for k, v in metrics.items() if isinstance(v, int | float | str)}))
     print(
         f"retriever exported to {args.out / 'retriever'} (document ranker {metrics.get('exported_ranker')})"
