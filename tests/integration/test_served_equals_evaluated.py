@@ -216,6 +216,7 @@ def generated(setup, ray_cluster, tmp_path_factory) -> dict:
     settings = QAAppSettings.model_validate(
         {
             "index": str(root / "index"),
+            "retriever": "dense",  # served as the evaluated system below (the default fuses the GLM)
             "llm": llm_config,
             "request_timeout_s": 60,
             **{name: dict(small) for name in ("ingress", "qa", "retriever_deployment", "llm_deployment")},

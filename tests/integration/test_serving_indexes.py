@@ -62,7 +62,10 @@ def app(ray_cluster, tmp_path_factory, synthetic_corpus, rule_server) -> Iterato
     small_deployment = {"num_cpus": 0.1, "autoscaling": {"min_replicas": 1, "max_replicas": 1}}
     settings = QAAppSettings.model_validate(
         {
-            "indexes": [{"name": "films", "index": str(films)}, {"name": "small", "index": str(small)}],
+            "indexes": [
+                {"name": "films", "index": str(films), "retriever": "dense"},
+                {"name": "small", "index": str(small)},  # the default retriever, the shipped GLM + dense
+            ],
             "llm": {
                 "backend": "openai",
                 "openai": {"base_url": rule_server.base_url, "model": "rule", "prompt_style": "completion"},
