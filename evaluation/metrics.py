@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from hoprag.retrieval.metrics import recall_at_k
 
-__all__ = ["entity_recall", "exact_match", "f1_score", "normalize_answer", "recall_at_k"]
+__all__ = ["entity_recall", "exact_match", "f1_score", "normalize_answer", "recall_at_k", "step_recall"]
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -58,3 +58,20 @@ def entity_recall(scored_entities: Sequence[str], gold_entities: Sequence[str], 
     if not gold:
         raise ValueError("entity recall needs at least one gold entity")
     return len(gold & set(scored_entities[:k])) / len(gold)
+
+
+def step_recall(
+    question: str, gold_steps: Sequence[dict[str, str]], trace_texts: Sequence[str]
+) -> float | None:
+    """Share of a question's gold *intermediate* answers (every decomposition step's answer but
+    the last, e.g. MuSiQue's ``question_decomposition``) that appear, normalized, in the planner's
+    trace (``trace_texts``: its step queries and step answers; a later step rewritten with an
+    earlier answer counts). Answers the question itself already names, and empty ones, are not
+    intermediate findings and are left out; ``None`` when none is left to find."""
+    asked = normalize_answer(question)
+    golds = [normalize_answer(s.get("answer", "")) for s in list(gold_steps)[:-1]]
+    golds = [g for g in golds if g and g not in asked]
+    if not golds:
+        return None
+    trace = [normalize_answer(t) for t in trace_texts]
+    return sum(any(g in t for t in trace) for g in golds) / len(golds)

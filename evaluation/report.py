@@ -27,6 +27,7 @@ METRIC_ORDER = [
     "entity_recall@20",
     "em",
     "f1",
+    "step_recall",
     "judge",
     "context_relevance",
     "faithfulness",

@@ -13,7 +13,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from evaluation.metrics import entity_recall, exact_match, f1_score, recall_at_k
+from evaluation.metrics import entity_recall, exact_match, f1_score, recall_at_k, step_recall
 from evaluation.questions import entity_distance, question_seeds, seed_distances
 
 if TYPE_CHECKING:
@@ -46,6 +46,17 @@ def score_row(
             metrics["em"] = exact_match(answer, golds)
             metrics["f1"] = f1_score(answer, golds)
     return metrics
+
+
+def score_steps(row: dict[str, Any], steps: list[dict[str, str]]) -> dict[str, float]:
+    """``step_recall`` of a plan-mode answer where the question has a gold decomposition
+    (``meta.decomposition``: MuSiQue's); nothing otherwise."""
+    gold = (row.get("meta") or {}).get("decomposition")
+    if not gold:
+        return {}
+    texts = [text for step in steps for text in (step["query"], step["answer"])]
+    recall = step_recall(row["question"], gold, texts)
+    return {} if recall is None else {"step_recall": recall}
 
 
 PIPELINE_MODES = {"rag": "retrieve", "plan": "plan", "no_context": "no_context"}
@@ -170,9 +181,13 @@ class EvalWorker:
                     seeds = result.steps[0].seed_sources if result.steps else {}
                     record["question_entities"] = list(seeds)
                     record["link_sources"] = list(seeds.values())
+                if self.system.pipeline == "plan":
+                    record["steps"] = [{"query": s.query, "answer": s.answer} for s in result.steps]
             record["answer"] = answer
             record["documents"] = titles
             record["metrics"] = score_row(row, titles, entities, answer, self.ks)
+            if "steps" in record:
+                record["metrics"].update(score_steps(row, record["steps"]))
             if self.analysis:
                 linked = {
                     **row,

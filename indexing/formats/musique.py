@@ -88,6 +88,8 @@ def read_musique_item(
             "type": qid.split("__", 1)[0] if "__" in qid else "musique",
             "hops": len(decomposition) or len(supporting),
             "answerable": answerable,
+            # kept in the index: plan-mode evaluation scores its steps against it (step_recall)
+            "decomposition": [{"question": s["question"], "answer": s["answer"]} for s in decomposition],
         },
         "candidate_documents": [key for key, _ in paragraphs.values()],
         "decomposition": decomposition,

@@ -260,3 +260,23 @@ def test_a_resumed_run_rejudges_results_from_other_judge_prompts() -> None:
     assert set(reusable_results(done, config(enabled=True), qa)) == {"v2"}
     retrieval = SystemSpec(name="dense", kind="retrieval", retriever="dense")
     assert set(reusable_results(done, config(enabled=True), retrieval)) == set(done)  # nothing judged there
+
+
+def test_step_recall_counts_gold_intermediate_answers_found_in_the_trace() -> None:
+    from evaluation.metrics import step_recall
+
+    gold = [
+        {"question": "Who performed Green?", "answer": "Steve Hillage"},
+        {"question": "Who is the spouse of #1?", "answer": "Miquette Giraudy"},
+    ]
+    question = "Who is the spouse of the Green performer?"
+    # the final step's answer is the question's answer, not an intermediate one
+    assert step_recall(question, gold, ["Who performed Green?", "steve hillage."]) == 1.0
+    # a later step rewritten with it counts too; nothing found scores 0
+    assert step_recall(question, gold, ["x", "", "Who is the spouse of Steve Hillage?", "Miquette"]) == 1.0
+    assert step_recall(question, gold, ["Who performed Green?", "unknown"]) == 0.0
+    three = [*gold[:1], {"question": "Where was #1 born?", "answer": "London"}, gold[1]]
+    assert step_recall(question, three, ["Steve Hillage"]) == 0.5
+    # an answer the question already names is no finding; with none left there is no score
+    assert step_recall("Is Steve Hillage the Green performer?", gold, ["Steve Hillage"]) is None
+    assert step_recall(question, gold[:1], ["anything"]) is None

@@ -77,3 +77,33 @@ def test_entity_level_distance_by_hand(tmp_path, embedder) -> None:
 
     _, report = select_questions(KGIndex(index))
     assert report.questions == len(rows) and report.missing_supporting_docs == 1
+
+
+def test_a_plan_system_records_its_steps_and_scores_them_against_a_gold_decomposition(
+    tmp_path, embedder
+) -> None:
+    index = write_film_index(tmp_path / "index", embedder, questions=True)
+    # one-step plans ("1. x"), every step answered "Curtis Bernhardt", the final answer "Germany"
+    llm = ScriptedPlannerLLM([Rule("answer", "Curtis Bernhardt"), Rule("final", "Germany")], default="1. x")
+    with OpenAIProtocolServer(llm, model_name="scripted") as server:
+        llm_config = {
+            "backend": "openai",
+            "openai": {"base_url": server.base_url, "model": "scripted", "prompt_style": "completion"},
+        }
+        worker = EvalWorker(
+            str(index), {"name": "plan", "kind": "qa", "pipeline": "plan"}, {"llm": llm_config}, [2]
+        )
+        first, second = film_questions()[:2]
+        gold = [
+            {"question": "Who directed Payment On Demand?", "answer": "Curtis Bernhardt"},
+            {"question": "Where was #1 born?", "answer": "Worms"},
+        ]
+        rows = [
+            {**first, "meta": first["metadata"]},
+            {**second, "meta": {**second["metadata"], "decomposition": gold}},
+        ]
+        out = [json.loads(r) for r in worker({"row": [json.dumps(r) for r in rows]})["result"]]
+    assert all(r["error"] is None for r in out)
+    assert out[1]["steps"] and all(s["answer"] == "Curtis Bernhardt" for s in out[1]["steps"])
+    assert out[1]["metrics"]["step_recall"] == 1.0  # the one intermediate answer was found by a step
+    assert "step_recall" not in out[0]["metrics"]  # no gold decomposition, no step score

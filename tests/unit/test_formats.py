@@ -106,6 +106,10 @@ def test_musique_keeps_paragraphs_that_share_a_title_apart():
     assert [s["answer"] for s in q["decomposition"]] == [s["answer"] for s in steps]
     assert [s["document"] for s in q["decomposition"]] == [by_idx[s["paragraph_support_idx"]] for s in steps]
     assert q["metadata"]["hops"] == len(steps) and q["metadata"]["type"] == item["id"].split("__")[0]
+    # the decomposition stays with the question in the index (plan-mode step recall reads it there)
+    assert q["metadata"]["decomposition"] == [
+        {"question": s["question"], "answer": s["answer"]} for s in steps
+    ]
     assert any(k.endswith(" (2)") for k in texts)  # a second distinct paragraph under one title
 
 
