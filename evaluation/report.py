@@ -153,7 +153,7 @@ def _analysis(out: Path, meta: dict[str, Any]) -> dict[str, Any]:
 
 # "spelling": the synthetic generator's respelled topic entities (absent elsewhere, so not shown).
 BREAKDOWN_KEYS = ("hops", "type", "supporting_docs", "entity_distance", "spelling")
-BREAKDOWN_METRICS = ("recall@5", "em")
+BREAKDOWN_METRICS = ("recall@5", "em", "step_recall")
 
 
 def _breakdowns(out: Path, meta: dict[str, Any]) -> dict[str, Any]:
