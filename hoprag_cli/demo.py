@@ -165,18 +165,13 @@ def demo_train_config(steps: int, init: str | None) -> TrainConfig:
     from training.config import TrainConfig
     from training.recipes import default_recipe
 
-    if init:
-        return TrainConfig.model_validate({**default_recipe(steps), "init": init})
-    return TrainConfig.model_validate(
-        {
+    recipe = {**default_recipe(steps), "init": init}
+    if not init:
+        recipe |= {
             "backbone": {"model": "minilm"},
             "glm": {"sampler": {"max_triplets": 100}, "doc_ranker": "score_idf"},
-            "max_steps": steps,
-            "epochs": 50,
-            "run": {"checkpoint_every": 50},
-            "data": {"streaming": False},
         }
-    )
+    return TrainConfig.model_validate(recipe)
 
 
 def _train_and_compare(index_dir: Path, run_dir: Path, steps: int, from_minilm: bool = False) -> None:

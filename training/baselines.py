@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from hoprag.glm.artifact import PACKAGED_GLM_NAME, RetrieverLoadError
-from hoprag.retrieval.base import RetrievalQuery, Retriever
+from hoprag.retrieval.base import Retriever
+from hoprag.retrieval.fusion import FusedRetriever
 from hoprag.retrieval.loading import RetrieverSpecError, index_embedder, load_retriever
-from hoprag.retrieval.metrics import recall_at_k
 from training.config import TrainConfig
 from training.trainer import IndexArg, with_indexes
-from training.trainset import TrainSet, inspect_sources
+from training.trainset import TrainSet, inspect_sources, mean_recall, validation_queries
 
 BASELINES_FILE = "baselines.json"
 KS = (2, 5)
@@ -91,13 +91,14 @@ def compare_with_baselines(index_dir: IndexArg, out: Path, config: TrainConfig) 
     writes ``out/baselines.json`` and returns the report."""
     config = with_indexes(config, index_dir)
     trainset = TrainSet(inspect_sources(config), config)
-    specs = [
+    run_spec, fused_spec = str(out), f"{out}+dense"
+    entries = [
         ("dense (MiniLM sentence embeddings)", "dense"),
         ("shipped GLM, zero-shot", PACKAGED_GLM_NAME),
-        ("this run + dense, fused (RRF)", f"{out}+dense"),
+        ("this run + dense, fused (RRF)", fused_spec),
+        ("this run", run_spec),
     ]
-    run_spec = str(out)
-    recalls: dict[str, list[dict[int, float]]] = {spec: [] for _, spec in [*specs, ("", run_spec)]}
+    recalls: dict[str, list[dict[int, float]]] = {spec: [] for _, spec in entries}
     skipped: dict[str, str] = {}
     n_questions = 0
     for index, rows in zip(trainset.indexes, trainset.val, strict=True):
@@ -105,38 +106,31 @@ def compare_with_baselines(index_dir: IndexArg, out: Path, config: TrainConfig) 
             continue
         n_questions += len(rows)
         embedder = index_embedder(index)
-        for spec in recalls:
+        # each model is loaded once per index; the fused row reuses the run's and dense's
+        loaded: dict[str, Retriever] = {}
+        for spec in ("dense", PACKAGED_GLM_NAME, run_spec):
             if spec in skipped:
                 continue
             try:
-                retriever = load_retriever(spec, index, embedder)
+                loaded[spec] = load_retriever(spec, index, embedder)
             except (RetrieverLoadError, RetrieverSpecError) as exc:
                 skipped[spec] = f"{spec}: {exc}"
-                continue
+        if run_spec in loaded and "dense" in loaded:
+            loaded[fused_spec] = FusedRetriever([loaded[run_spec], loaded["dense"]])
+        else:
+            skipped[fused_spec] = f"{fused_spec}: needs both of its parts"
+        for spec, retriever in loaded.items():
             recalls[spec].append(_recall(retriever, rows))
-    run = RetrieverScore("this run", run_spec, _mean(recalls[run_spec]))
-    others = [
-        RetrieverScore(label, spec, _mean(recalls[spec])) for label, spec in specs if spec not in skipped
-    ]
+    scores = [RetrieverScore(label, spec, _mean(recalls[spec])) for label, spec in entries]
+    run, others = scores[-1], [s for s in scores[:-1] if s.spec not in skipped]
     report = BaselineReport(run, others, n_questions, sorted(skipped.values()))
     (out / BASELINES_FILE).write_text(json.dumps(report.to_dict(), indent=2))
     return report
 
 
 def _recall(retriever: Retriever, rows: Sequence[dict[str, Any]]) -> dict[int, float]:
-    queries = [RetrievalQuery(r["question"], tuple(r["question_entities"])) for r in rows]
-    results = retriever.retrieve(queries, k=max(KS))
-    return {
-        k: float(
-            np.mean(
-                [
-                    recall_at_k([d.title for d in res.documents], r["supporting_docs"], k)
-                    for r, res in zip(rows, results, strict=True)
-                ]
-            )
-        )
-        for k in KS
-    }
+    results = retriever.retrieve(validation_queries(rows), k=max(KS))
+    return {k: mean_recall(rows, results, k) for k in KS}
 
 
 def _mean(per_index: Sequence[dict[int, float]]) -> dict[int, float]:

@@ -28,7 +28,7 @@ from training.config import TrainConfig
 from training.data import EpochGeometry, examples_from_columns
 from training.families import family_of
 from training.question_vectors import PrecomputedQuestionEmbedder, question_embedder_config
-from training.trainset import TrainSet, sources_from_params
+from training.trainset import TrainSet, mean_recall, sources_from_params, validation_queries
 
 STATE_FILE = "trainer_state.json"
 DS_TAG = "hoprag"
@@ -338,24 +338,15 @@ def _validate(retriever: Any, rows: list[dict[str, Any]]) -> dict[str, float]:
     """Recall@2/5 of ``retriever`` on the held-out questions ``rows`` (``val_recall@K``: with its
     own document ranker), and with each document ranker (``val_recall@K/ranker=NAME``: the entities
     are scored once), so the curve says which ranker suits the model (docs/glm.md §8)."""
-    from hoprag.retrieval.base import RetrievalQuery
-    from hoprag.retrieval.metrics import recall_at_k
     from hoprag.retrieval.subgraph import retrieve_by_each_ranker
+    from training.rankers import ranker_metric
 
-    queries = [RetrievalQuery(r["question"], tuple(r["question_entities"])) for r in rows]
-    by_ranker = retrieve_by_each_ranker(retriever, queries, k=5)
+    by_ranker = retrieve_by_each_ranker(retriever, validation_queries(rows), k=5)
     out = {}
     for ranker, results in by_ranker.items():
         for k in (2, 5):
-            recall = float(
-                np.mean(
-                    [
-                        recall_at_k([d.title for d in res.documents], r["supporting_docs"], k)
-                        for r, res in zip(rows, results, strict=True)
-                    ]
-                )
-            )
-            out[f"val_recall@{k}/ranker={ranker}"] = recall
+            recall = mean_recall(rows, results, k)
+            out[ranker_metric(k, ranker)] = recall
             if ranker == retriever.settings.doc_ranker:
                 out[f"val_recall@{k}"] = recall
     return out

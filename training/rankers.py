@@ -21,6 +21,11 @@ from hoprag.retrieval.subgraph import DOC_RANKERS, DocRanker
 _RANKER_KEY = "/ranker="
 
 
+def ranker_metric(k: int, ranker: str) -> str:
+    """The metric name of validation recall@k ranked by ``ranker`` (an index's name may follow)."""
+    return f"val_recall@{k}{_RANKER_KEY}{ranker}"
+
+
 def recall_by_ranker(record: Mapping[str, Any]) -> dict[DocRanker, dict[int, float]]:
     """``{ranker: {2: recall@2, 5: recall@5}}`` of one validation record, each the mean over the
     run's indexes (rankers the record does not score are absent)."""

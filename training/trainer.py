@@ -129,15 +129,13 @@ def run_training(
 def ranker_summary(out: Path) -> dict[str, Any]:
     """The exported document ranker (``exported_ranker``) and every ranker's last validation
     recall (``val_recall@K/ranker=NAME``, the mean over the run's indexes), for metrics.json."""
-    from hoprag.glm.artifact import RETRIEVER_CONFIG
-    from training.rankers import last_validation, recall_by_ranker
+    from hoprag.glm.artifact import read_retriever_meta
+    from training.rankers import last_validation, ranker_metric, recall_by_ranker
 
-    summary: dict[str, Any] = {}
-    meta = out / "retriever" / RETRIEVER_CONFIG
-    if meta.is_file():
-        summary["exported_ranker"] = json.loads(meta.read_text()).get("settings", {}).get("doc_ranker")
+    _, meta = read_retriever_meta(out / "retriever", kind=None)
+    summary: dict[str, Any] = {"exported_ranker": meta["settings"]["doc_ranker"]}
     for ranker, by_k in recall_by_ranker(last_validation(out / VALIDATION_FILE)).items():
-        summary.update({f"val_recall@{k}/ranker={ranker}": v for k, v in by_k.items()})
+        summary.update({ranker_metric(k, ranker): v for k, v in by_k.items()})
     return summary
 
 

@@ -119,3 +119,24 @@ class TrainSet:
                 )
             self.train.append(train)
             self.val.append(val)
+
+
+def validation_queries(rows: Sequence[dict[str, Any]]) -> list[Any]:
+    """The retrieval queries of held-out question rows (question text and its linked entities)."""
+    from hoprag.retrieval.base import RetrievalQuery
+
+    return [RetrievalQuery(r["question"], tuple(r["question_entities"])) for r in rows]
+
+
+def mean_recall(rows: Sequence[dict[str, Any]], results: Sequence[Any], k: int) -> float:
+    """Mean recall@k of ``results`` (one retrieval result per row) against the rows' gold documents."""
+    from hoprag.retrieval.metrics import recall_at_k
+
+    return float(
+        np.mean(
+            [
+                recall_at_k([d.title for d in res.documents], r["supporting_docs"], k)
+                for r, res in zip(rows, results, strict=True)
+            ]
+        )
+    )
