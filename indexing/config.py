@@ -56,6 +56,28 @@ class SynonymConfig(StrictModel):
     top_k: int = Field(default=100, ge=1, description="Nearest neighbours examined per entity.")
 
 
+class MemoryGraphConfig(StrictModel):
+    """The PAI-1 memory graph built beside the triple KG from the same extraction (no LLM call):
+    thesis vertices (one per statement of a passage, joining the entities it mentions) and episodic
+    vertices (the passages)."""
+
+    theses: bool = Field(
+        default=True,
+        description="Build thesis vertices (theses.parquet + their vectors); false: triples and documents only.",
+    )
+    dedup_threshold: float = Field(
+        default=0.95,
+        gt=0,
+        le=1,
+        description="Statements whose vectors are at least this cosine-similar are one thesis (dedup by "
+        "meaning; 1.0 only merges identical texts), stated by all their passages.",
+    )
+    min_chars: int = Field(default=16, ge=1, description="Shorter sentences are not theses.")
+    max_chars: int = Field(
+        default=400, ge=32, description="Longer sentences are cut at a word boundary to this many characters."
+    )
+
+
 class QuestionLinkingConfig(LinkingConfig):
     """How benchmark questions are linked to KG entities (query-time linking of the index reuses
     these settings: :class:`hoprag.linking.linker.QuestionLinker`)."""
@@ -70,6 +92,7 @@ class IndexConfig(StrictModel):
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
     synonyms: SynonymConfig = Field(default_factory=SynonymConfig)
+    memory: MemoryGraphConfig = Field(default_factory=MemoryGraphConfig)
     questions: QuestionLinkingConfig = Field(default_factory=QuestionLinkingConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     vectors: AnnBuildConfig = Field(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -26,8 +27,9 @@ from hoprag.kg.tables import (
     triple_texts,
 )
 from hoprag.text import normalize_entity
-from indexing.config import SynonymConfig
+from indexing.config import MemoryGraphConfig, SynonymConfig
 from indexing.corpus import Document
+from indexing.theses import build_theses
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +50,7 @@ class PreviousState:
     relation_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     triple_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     document_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    thesis_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     equivalent_pairs: set[tuple[str, str]] = field(default_factory=set)
 
 
@@ -194,9 +197,12 @@ def build_tables(
     synonyms: SynonymConfig,
     previous: PreviousState | None = None,
     unattributed_triples: Sequence[tuple[str, str, str]] = (),
+    memory: MemoryGraphConfig | None = None,
 ) -> KGTables:
     """Assemble one snapshot. ``doc_triples[i]``/``doc_entities[i]`` belong to ``documents[i]`` (doc_id i);
-    ``unattributed_triples`` belong to no document (see :func:`build_graph_structure`)."""
+    ``unattributed_triples`` belong to no document (see :func:`build_graph_structure`). ``memory``
+    says whether (and how) the memory graph's thesis vertices are built (default: they are)."""
+    memory = memory or MemoryGraphConfig()
     previous = previous or PreviousState()
     g = build_graph_structure(
         len(documents),
@@ -231,6 +237,22 @@ def build_tables(
     passages = [document_passage(d.title, d.text) for d in documents]
     document_vectors, _ = _embed_with_reuse(passages, previous.document_vectors, embedder)
 
+    memory_started = time.perf_counter()
+    theses = (
+        build_theses(
+            documents,
+            g.doc_entity_doc,
+            g.doc_entity_entity,
+            g.entity_names,
+            embedder,
+            memory,
+            previous.thesis_vectors,
+        )
+        if memory.theses
+        else None
+    )
+    memory_seconds = time.perf_counter() - memory_started
+
     doc_table = pa.table(
         {
             "doc_id": pa.array(np.arange(len(documents), dtype=np.int32)),
@@ -257,5 +279,10 @@ def build_tables(
         adjacency=Adjacency.build(len(g.entity_names), all_head, all_tail),
         triple_embeddings=triple_vectors,
         document_embeddings=document_vectors,
-        extra={"new_entities": len(new_entities), "equivalent_edges": len(eq)},
+        theses=theses,
+        extra={
+            "new_entities": len(new_entities),
+            "equivalent_edges": len(eq),
+            "memory_graph_seconds": memory_seconds,
+        },
     )

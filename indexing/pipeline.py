@@ -60,6 +60,9 @@ class IndexSummary:
     triples: int = 0
     equivalent_edges: int = 0
     new_entities_embedded: int = 0
+    theses: int = 0
+    theses_merged: int = 0
+    memory_graph_seconds: float = 0.0
     questions: int = 0
     questions_with_entities: int = 0
     link_sources: Counter[str] = field(default_factory=Counter)
@@ -115,6 +118,8 @@ class IndexSummary:
             f"input problems      {problems}",
             f"graph               {self.entities} entities, {self.relations} relations, {self.triples} triples "
             f"(incl. {self.equivalent_edges} equivalent edges; {self.new_entities_embedded} entities embedded now)",
+            f"memory graph        {self.theses} theses ({self.theses_merged} statements merged by meaning), "
+            f"{self.documents} episodes, {self.memory_graph_seconds:.1f}s",
             f"questions           {self.questions} ({self.questions_with_entities} linked to entities; "
             f"{', '.join(f'{k}={v}' for k, v in sorted(self.link_sources.items())) or 'no links'})",
             f"total               {self.total_seconds:.1f}s",
@@ -240,6 +245,7 @@ def _previous_state(previous: KGIndex | None, config: IndexConfig) -> PreviousSt
     vecs = np.asarray(previous.entity_embeddings)
     rvecs = np.asarray(previous.relation_embeddings)
     tvecs, dvecs = previous.triple_embeddings, previous.document_embeddings
+    theses, thvecs = previous.theses, previous.thesis_embeddings
     pairs = {
         (previous.entity_names[int(h)], previous.entity_names[int(t)])
         for h, t, k in zip(previous.head, previous.tail, previous.kind, strict=True)
@@ -250,6 +256,9 @@ def _previous_state(previous: KGIndex | None, config: IndexConfig) -> PreviousSt
         relation_vectors={n: rvecs[i] for i, n in enumerate(previous.relation_names)},
         triple_vectors={} if tvecs is None else dict(zip(_triple_texts(previous), tvecs, strict=True)),
         document_vectors={} if dvecs is None else dict(zip(document_passages(previous), dvecs, strict=True)),
+        thesis_vectors={}
+        if theses is None or thvecs is None
+        else dict(zip(theses.texts, thvecs, strict=True)),
         equivalent_pairs=pairs,
     )
 
@@ -484,8 +493,13 @@ def _write_index(
         config.synonyms,
         previous,
         graph.unattributed_triples,
+        config.memory,
     )
     summary.entities = len(tables.entity_names)
+    if tables.theses is not None:
+        summary.theses = len(tables.theses)
+        summary.theses_merged = tables.theses.merged
+    summary.memory_graph_seconds = round(float(tables.extra["memory_graph_seconds"]), 3)
     summary.relations = len(tables.relation_names)
     summary.triples = tables.num_triples
     summary.equivalent_edges = int(tables.extra["equivalent_edges"])
@@ -524,6 +538,7 @@ def _write_index(
                 "relations": summary.relations,
                 "triples": summary.triples,
                 "equivalent_edges": summary.equivalent_edges,
+                "theses": summary.theses,
                 "questions": summary.questions,
             },
             **manifest_fields,

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hoprag.kg.memory import ThesisGraph
 from hoprag.kg.store import KGIndexError, VerifyMode, read_manifest, verify_snapshot
 from hoprag.kg.tables import (
     KIND_EXTRACTED,
@@ -24,6 +25,7 @@ from hoprag.kg.tables import (
     TripleDocuments,
     ann_file,
     embeddings_file,
+    id_lists,
 )
 from hoprag.text import normalize_entity
 from hoprag.vectorsearch import VectorSearchConfig, open_vector_search
@@ -46,6 +48,8 @@ LAZY_TABLES = (
     "entity_documents",
     "triple_embeddings",
     "document_embeddings",
+    "theses",
+    "thesis_embeddings",
     "vector_searches",
 )
 
@@ -139,12 +143,24 @@ class KGIndex:
         """The dense retriever's document vectors, memory-mapped; ``None`` when not in the snapshot."""
         return self._optional_matrix("document")
 
+    @cached_property
+    def theses(self) -> ThesisGraph | None:
+        """The memory graph's thesis vertices (:mod:`hoprag.kg.memory`); ``None`` when the snapshot
+        has none (built with ``memory.theses: false`` or before issue 52)."""
+        path = self.snapshot / "theses.parquet"
+        return ThesisGraph.read(path, self.num_entities) if path.is_file() else None
+
+    @cached_property
+    def thesis_embeddings(self) -> np.ndarray | None:
+        """Vectors of the thesis texts, memory-mapped; ``None`` without theses."""
+        return self._optional_matrix("thesis")
+
     def _optional_matrix(self, name: str) -> np.ndarray | None:
         path = self.snapshot / embeddings_file(name)
         return np.load(path, mmap_mode="r") if path.is_file() else None
 
     def vector_search(self, name: str) -> VectorSearch | None:
-        """Search over the ``entity``, ``triple`` or ``document`` vectors (``None`` when the snapshot
+        """Search over the ``entity``, ``triple``, ``document`` or ``thesis`` vectors (``None`` when the snapshot
         has none): its ANN index, opened memory-mapped, where the snapshot has one and the index's
         ``vectors`` config allows it, else exact. Opened once; a damaged ANN file is a
         :class:`~hoprag.kg.store.KGIndexError` naming it."""
@@ -169,12 +185,8 @@ class KGIndex:
     def triple_doc_ids(self) -> TripleDocuments:
         """Triple id → the ids of the documents it was extracted from (kept as two int arrays, not
         a Python list per triple: ~8 bytes per triple instead of ~100 at 1M triples)."""
-        column = pq.read_table(self.snapshot / "triples.parquet", columns=["doc_ids"]).column("doc_ids")
-        # A list array's offsets index its whole child array (sliced or not), so they pair with .values.
-        lists = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-        return TripleDocuments(
-            np.asarray(lists.offsets.to_numpy(zero_copy_only=False), dtype=np.int64),
-            np.asarray(lists.values.to_numpy(zero_copy_only=False), dtype=np.int64),
+        return id_lists(
+            pq.read_table(self.snapshot / "triples.parquet", columns=["doc_ids"]).column("doc_ids")
         )
 
     @cached_property

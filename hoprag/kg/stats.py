@@ -36,6 +36,7 @@ def index_stats(index: KGIndex) -> dict[str, Any]:
         "extracted_triples": extracted,
         "equivalent_edges": index.num_triples - extracted,
         "documents_with_entities": docs_with_entities,
+        **_memory_graph_stats(index),
         "questions": len(q_rows),
         "questions_with_entities": sum(1 for q in q_rows if q["question_entities"]),
         "parse_failures": int(summary.get("parse_failures", 0)),
@@ -56,6 +57,21 @@ def index_stats(index: KGIndex) -> dict[str, Any]:
         "embedder": index.manifest.get("embedder"),
     }
     return stats
+
+
+def _memory_graph_stats(index: KGIndex) -> dict[str, Any]:
+    """The memory graph's vertices and links (zero theses for an index built without them)."""
+    theses = index.theses
+    if theses is None:
+        return {"theses": 0}
+    linked_episodes = len(np.unique(theses.episodes.doc_ids)) if len(theses) else 0
+    return {
+        "theses": len(theses),
+        "theses_merged_by_meaning": int(index.manifest.get("summary", {}).get("theses_merged", 0)),
+        "thesis_object_links": theses.num_object_links,
+        "thesis_episode_links": theses.num_episode_links,
+        "episodes_with_theses": linked_episodes,
+    }
 
 
 def _pct(rows: list[dict[str, Any]]) -> float:

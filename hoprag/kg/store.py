@@ -136,11 +136,24 @@ def _tables_to_files(tables: KGTables, out: Path, ann_min_rows: int | None = Non
     )
     if tables.questions is not None:
         pq.write_table(tables.questions, out / "questions.parquet")
+    if tables.theses is not None:
+        pq.write_table(
+            pa.table(
+                {
+                    "thesis_id": pa.array(np.arange(len(tables.theses), dtype=np.int32)),
+                    "text": pa.array(tables.theses.texts, pa.string()),
+                    "doc_ids": pa.array(tables.theses.doc_ids, pa.list_(pa.int32())),
+                    "entity_ids": pa.array(tables.theses.entity_ids, pa.list_(pa.int32())),
+                }
+            ),
+            out / "theses.parquet",
+        )
     np.save(out / "relation_embeddings.npy", tables.relation_embeddings.astype(np.float32))
     for name, vectors in (
         ("entity", tables.entity_embeddings),
         ("triple", tables.triple_embeddings),
         ("document", tables.document_embeddings),
+        ("thesis", None if tables.theses is None else tables.theses.embeddings),
     ):
         if vectors is None:
             continue

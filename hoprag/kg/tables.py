@@ -10,15 +10,21 @@ Layout of an index directory::
         relations.parquet      relation_id, name
         triples.parquet        triple_id, head, relation, tail, kind (extracted|equivalent), doc_ids
         doc_entities.parquet   doc_id, entity_id
+        theses.parquet         the memory graph's thesis vertices (PAI-1): thesis_id, text, doc_ids
+                               (its episodes: the passages stating it), entity_ids (the object
+                               vertices it mentions); absent in indexes built before issue 52 or
+                               with ``memory.theses: false``
         questions.parquet      processed benchmark questions (split, question, question_entities, ...)
         entity_embeddings.npy  float32 [entities, dim], L2-normalized (read memory-mapped)
         relation_embeddings.npy
         triple_embeddings.npy  float32 [triples, dim]: "head relation tail" (surface spellings); the
                                planner's triple vectors (absent in indexes built before issue 17)
         document_embeddings.npy  float32 [documents, dim]: "title\ntext", the dense retriever's
+        thesis_embeddings.npy  float32 [theses, dim]: each thesis's text (with theses.parquet)
         entity_ann.faiss       faiss IVF index (8-bit codes) over entity_embeddings.npy; likewise
         triple_ann.faiss       triple_ann / document_ann; written only for matrices of at least
         document_ann.faiss     IndexConfig.vectors.ann_min_rows rows, opened memory-mapped
+        thesis_ann.faiss
         adjacency.npz          CSR over entities, both directions: indptr, neighbor, triple_id, outgoing
       extraction_cache/*.parquet   append-only per-document LLM results (the resume cache)
 """
@@ -41,7 +47,7 @@ KIND_EXTRACTED = 0
 KIND_EQUIVALENT = 1
 
 # Vector matrices of a snapshot: NAME_embeddings.npy, and NAME_ann.faiss beside the large ones.
-VECTOR_TABLES = ("entity", "triple", "document")
+VECTOR_TABLES = ("entity", "triple", "document", "thesis")
 
 
 def embeddings_file(name: str) -> str:
@@ -102,6 +108,16 @@ class TripleDocuments:
         return len(self) > 0
 
 
+def id_lists(column: pa.ChunkedArray) -> TripleDocuments:
+    """A parquet ``list<int>`` column as CSR arrays (no Python list per row)."""
+    # A list array's offsets index its whole child array (sliced or not), so they pair with .values.
+    lists = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    return TripleDocuments(
+        np.asarray(lists.offsets.to_numpy(zero_copy_only=False), dtype=np.int64),
+        np.asarray(lists.values.to_numpy(zero_copy_only=False), dtype=np.int64),
+    )
+
+
 @dataclass
 class Adjacency:
     """Compressed sparse rows over entities; each triple appears once per direction."""
@@ -135,6 +151,22 @@ class Adjacency:
 
 
 @dataclass
+class Theses:
+    """The memory graph's thesis vertices (PAI-1): atomic statements as hyper-edges over the object
+    vertices (entities) they mention, each linked to its episodes (the documents stating it).
+    Episodic vertices are the documents themselves (``documents.parquet``)."""
+
+    texts: list[str]
+    doc_ids: list[list[int]]
+    entity_ids: list[list[int]]
+    embeddings: np.ndarray  # float32 [theses, dim], L2-normalized
+    merged: int = 0  # statements folded into another thesis with the same meaning
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+@dataclass
 class KGTables:
     """Everything one snapshot holds, as arrays (entity/relation ids are row positions)."""
 
@@ -157,6 +189,8 @@ class KGTables:
     # None: not written (an index in the pre-issue-17 layout; readers compute them as before).
     triple_embeddings: np.ndarray | None = None
     document_embeddings: np.ndarray | None = None
+    # None: no memory-graph theses in this snapshot (``memory.theses: false``, or an older index).
+    theses: Theses | None = None
     extra: dict[str, object] = field(default_factory=dict)
 
     @property
