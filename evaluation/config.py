@@ -89,6 +89,11 @@ class SystemSpec(StrictModel):
     pipeline: Literal["no_context", "rag", "plan"] | None = Field(
         default=None, description="QA systems: no_context (LLM alone), rag (single-shot), plan (PAI-2)."
     )
+    planner: PlannerConfig | None = Field(
+        default=None,
+        description="Plan systems: this system's planner settings, in place of the run's `planner` (e.g. "
+        "an ablation beside the default: {theses: 0}).",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> SystemSpec:
@@ -100,6 +105,8 @@ class SystemSpec(StrictModel):
             raise ValueError(f"system {self.name}: a QA system needs 'pipeline'")
         if self.pipeline == "rag" and not self.retriever:
             raise ValueError(f"system {self.name}: pipeline 'rag' needs 'retriever'")
+        if self.planner is not None and self.pipeline != "plan":
+            raise ValueError(f"system {self.name}: 'planner' settings apply to pipeline 'plan' only")
         return self
 
 
@@ -128,9 +135,14 @@ class EvalConfig(StrictModel):
     seed: int = 0
     ray: RayConfig = Field(default_factory=RayConfig)
 
-    def qa_settings(self) -> QASettings:
-        """The QA settings every system is built with (as ``hoprag ask`` and the QA app take them)."""
-        return QASettings(llm=self.llm, planner=self.planner, retrieve=self.retrieve)
+    def qa_settings(self, system: SystemSpec | None = None) -> QASettings:
+        """The QA settings a system is built with (as ``hoprag ask`` and the QA app take them): the
+        run's, with the system's own planner settings where it has them."""
+        return QASettings(llm=self.llm, planner=self.planner_for(system), retrieve=self.retrieve)
+
+    def planner_for(self, system: SystemSpec | None) -> PlannerConfig:
+        """The planner settings of ``system``: its own, else the run's."""
+        return system.planner if system is not None and system.planner is not None else self.planner
 
     @model_validator(mode="after")
     def _unique(self) -> EvalConfig:

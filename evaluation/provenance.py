@@ -62,7 +62,7 @@ def pair_provenance(config: EvalConfig, bench: BenchmarkSpec, system: SystemSpec
     if system.pipeline in ("rag", "plan"):
         record["retrieve"] = config.retrieve.model_dump(mode="json")
     if system.pipeline == "plan":
-        record["planner"] = config.planner.model_dump(mode="json")
+        record["planner"] = config.planner_for(system).model_dump(mode="json")
     return record
 
 

@@ -44,7 +44,7 @@ def evaluate_pair(
         fn_constructor_kwargs={
             "index_dir": str(bench.index),
             "system": system.model_dump(mode="json"),
-            "qa": config.qa_settings().model_dump(mode="json"),
+            "qa": config.qa_settings(system).model_dump(mode="json"),
             "ks": list(config.ks),
             "judge": config.judge.model_dump(mode="json"),
         },

@@ -256,5 +256,11 @@ def read_questions(path: Path, problems: Counter[str] | None = None) -> list[dic
             question["start_nodes"] = start_nodes
         if isinstance(row.get("plan"), list):
             question["plan"] = row["plan"]  # a gold search plan, for `hoprag distill`'s planner tasks
+            # the same steps as a decomposition: what `step_recall` scores a planner's steps against
+            question["metadata"]["decomposition"] = [
+                {"question": str(s.get("step", "")), "answer": str(s.get("answer", ""))}
+                for s in row["plan"]
+                if isinstance(s, dict)
+            ]
         out.append(question)
     return out

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from hoprag.config import StrictModel
 
-TraversalName = Literal["beam", "water_circles", "naive", "glm"]
+TraversalName = Literal["beam", "water_circles", "naive", "astar", "glm"]
 
 
 class BeamSearchSettings(StrictModel):
@@ -31,6 +31,14 @@ class WaterCirclesSettings(StrictModel):
     other_quota: int = Field(default=6, ge=0, description="One-hop triples per seed when no chain exists.")
 
 
+class AStarSettings(StrictModel):
+    max_depth: int = Field(default=4, ge=1, le=8, description="Longer paths are not returned.")
+    targets: int = Field(
+        default=3, ge=1, description="With one seed: paths to this many entities nearest the clue query."
+    )
+    max_expansions: int = Field(default=5000, ge=10, description="Vertices expanded per search at most.")
+
+
 class MatchingSettings(StrictModel):
     vertices_per_entity: int = Field(default=3, ge=1, description="KG vertices matched per extracted entity.")
     dense_weight: float = Field(default=0.5, ge=0.0)
@@ -50,7 +58,20 @@ class PlannerConfig(StrictModel):
     traversals: list[TraversalName] = Field(
         default_factory=lambda: ["beam", "naive"],
         min_length=1,
-        description="Combined in order; paper best: beam + naive. 'glm' needs a GLM retriever.",
+        description="Combined in order; paper best: beam + naive. 'astar': cheapest paths between the "
+        "clue query's vertices (PAI-1). 'glm' needs a GLM retriever.",
+    )
+    theses: int = Field(
+        default=5,
+        ge=0,
+        le=64,
+        description="Memory-graph theses (statements) each traversal reads per clue query, and the most kept "
+        "for a step's answer; 0 = object triples only (also what an index without theses gives).",
+    )
+    drop_episodes: bool = Field(
+        default=False,
+        description="Discard episodic knowledge (passages) at filtering as PAI-2 does: step answers see "
+        "triples and theses only. Off: the GLM traversal's top passages are added (context_documents).",
     )
     top_triples: int = Field(
         default=50, ge=1, description="Triples kept per clue query after filtering by similarity."
@@ -71,6 +92,7 @@ class PlannerConfig(StrictModel):
     )
     beam: BeamSearchSettings = Field(default_factory=BeamSearchSettings)
     water_circles: WaterCirclesSettings = Field(default_factory=WaterCirclesSettings)
+    astar: AStarSettings = Field(default_factory=AStarSettings)
     matching: MatchingSettings = Field(default_factory=MatchingSettings)
     max_question_chars: int = Field(default=2000, ge=16, description="Longer questions are rejected.")
 
@@ -98,6 +120,16 @@ class PlannerConfig(StrictModel):
         default=True,
         description="Build clue queries by substituting matched names; call the LLM only when a mention is not literal.",
     )
+    fill_placeholders: bool = Field(
+        default=True,
+        description="Plan enhancement by substitution: a later step's [placeholder] gets the answer of the "
+        "earlier step it names without an update call (the LLM rewrites only what this cannot).",
+    )
+    require_citations: bool = Field(
+        default=True,
+        description="A step answer that none of its evidence states is recorded as found nothing, and a final "
+        "answer that no step answer or cited evidence states is not given (both noted in the trace).",
+    )
     skip_needless_updates: bool = Field(
         default=True, description="No update call while the remaining steps have no [placeholder] to fill."
     )
@@ -119,4 +151,5 @@ PAPER_CALL_PATTERN: dict[str, object] = {
     "dictionary_entities": False,
     "literal_clue_queries": False,
     "skip_needless_updates": False,
+    "fill_placeholders": False,
 }

@@ -188,3 +188,38 @@ class KnowledgeGraphView:
     def similarity(self, query_vector: np.ndarray, triple_ids: np.ndarray) -> np.ndarray:
         """Cosine similarity of each triple's text to the query."""
         return self.triple_vectors[np.asarray(triple_ids, dtype=np.int64)] @ query_vector
+
+    # -- the memory graph's thesis vertices --------------------------------------------------
+    @property
+    def has_theses(self) -> bool:
+        """Whether the index has thesis vertices (built with ``memory.theses``, issue 52 on)."""
+        return self.index.theses is not None and self.index.thesis_embeddings is not None
+
+    def thesis_text(self, thesis_id: int) -> str:
+        theses = self.index.theses
+        assert theses is not None
+        return theses.texts[thesis_id]
+
+    def theses_around(
+        self, vertices: list[int] | np.ndarray, query_vector: np.ndarray, k: int
+    ) -> list[tuple[int, float]]:
+        """Up to ``k`` theses mentioning the walked ``vertices``, as ``(thesis_id, similarity)``:
+        those joining two or more of them (the hyper-edge between walked vertices) first, then by
+        similarity to the query. Empty without theses."""
+        theses, vectors = self.index.theses, self.index.thesis_embeddings
+        if theses is None or vectors is None or k <= 0 or len(vertices) == 0:
+            return []
+        ids, shared = theses.around(vertices)
+        if len(ids) == 0:
+            return []
+        sims = np.asarray(vectors[ids] @ query_vector, dtype=np.float64)
+        order = np.lexsort((ids, -sims, -np.minimum(shared, 2)))[:k]
+        return [(int(ids[i]), float(sims[i])) for i in order.tolist()]
+
+    def search_theses(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The ``k`` theses of the whole memory graph nearest to the query (empty without theses)."""
+        search = self.index.vector_search("thesis") if self.has_theses else None
+        if search is None or k <= 0 or search.size == 0:
+            return []
+        ids, sims = search.search(query_vector, k)
+        return [(int(i), float(s)) for i, s in zip(ids[0], sims[0], strict=True) if i >= 0]

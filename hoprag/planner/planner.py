@@ -17,6 +17,7 @@ import itertools
 import re
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from hoprag.extraction.parsing import parse_entity_list
@@ -33,7 +34,10 @@ from hoprag.llm.base import (
 )
 from hoprag.planner import prompts as P
 from hoprag.planner.answer_type import answer_kind, fit_answer
+from hoprag.planner.citations import supported
 from hoprag.planner.config import PlannerConfig
+from hoprag.planner.enhance import fill_placeholders
+from hoprag.planner.evidence import StepEvidence
 from hoprag.planner.knowledge import KnowledgeGraphView, VertexMatch
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
 from hoprag.planner.parsing import (
@@ -45,12 +49,14 @@ from hoprag.planner.parsing import (
     parse_update,
     parse_yes_no,
 )
-from hoprag.planner.trace import Answer, ClueTrace, DocumentEvidence, StepTrace, TripleEvidence
+from hoprag.planner.trace import (
+    Answer,
+    ClueTrace,
+    DocumentEvidence,
+    StepTrace,
+)
 from hoprag.planner.traversal.base import ClueQuery, Knowledge, Traversal, merge_knowledge
-from hoprag.planner.traversal.beam import BeamSearchTraversal
-from hoprag.planner.traversal.naive import NaiveTraversal
-from hoprag.planner.traversal.retriever import RetrieverTraversal
-from hoprag.planner.traversal.water_circles import WaterCirclesTraversal
+from hoprag.planner.traversal.build import build_traversals
 from hoprag.retrieval.base import Retriever
 from hoprag.text import dictionary_mentions
 
@@ -76,29 +82,6 @@ def check_question(question: str, max_chars: int) -> str:
     return text
 
 
-def build_traversals(
-    kg: KnowledgeGraphView, config: PlannerConfig, retriever: Retriever | None = None
-) -> list[Traversal]:
-    """The configured traversals, in order; ``glm`` needs ``retriever``."""
-    out: list[Traversal] = []
-    for name in config.traversals:
-        if name == "beam":
-            b = config.beam
-            out.append(
-                BeamSearchTraversal(kg, b.depth, b.max_paths, b.alpha, min_similarity=b.min_similarity)
-            )
-        elif name == "water_circles":
-            w = config.water_circles
-            out.append(WaterCirclesTraversal(kg, w.depth, w.chain_quota, w.other_quota))
-        elif name == "naive":
-            out.append(NaiveTraversal(kg, config.naive_top_k, config.naive_weights))
-        else:
-            if retriever is None:
-                raise ValueError("traversal 'glm' needs a retriever (pass --retriever RETRIEVER_DIR)")
-            out.append(RetrieverTraversal(kg, retriever, top_documents=max(5, config.context_documents)))
-    return out
-
-
 class Planner:
     """PAI-2 over one KG index; thread-safe (per-question state lives in the call)."""
 
@@ -117,6 +100,7 @@ class Planner:
             list(traversals) if traversals is not None else build_traversals(kg, self.config, retriever)
         )
         self._lookup = {n: i for i, n in enumerate(kg.index.entity_names)}
+        self.evidence = StepEvidence(kg, self.config)
 
     # -- public ------------------------------------------------------------------------------
     @property
@@ -175,7 +159,7 @@ class Planner:
         else:
             spec = P.final_answer_prompt(asked, sub_answers, self.style)
             final = self._ask_final(spec, ledger, "aggregate", events, asked, notes)
-        triples, documents = self._evidence(steps)
+        triples, documents = self.evidence.collect(steps)
         if top_k is not None:
             documents = documents[:top_k]
         if events is not None:
@@ -227,6 +211,7 @@ class Planner:
         if events is not None:
             events.stage("plan", question=question, plan=list(plan))
         found: list[tuple[str, str]] = []
+        chained: set[int] = set()  # plan positions whose placeholders an earlier answer filled
         done = 0
         while done < len(plan) and done < cfg.max_steps:
             step = self._run_step(len(steps), plan[done], ledger, events)
@@ -234,6 +219,36 @@ class Planner:
             found.append((step.query, step.answer or P.UNKNOWN))
             done += 1
             remaining = plan[done:]
+            if cfg.fill_placeholders and any(P.PLACEHOLDER.search(r) for r in remaining):
+                filled = fill_placeholders(remaining, found)
+                if not filled.unresolved:
+                    # Plan enhancement by substitution: no update call needed to rewrite the steps.
+                    chained.update(
+                        done + i
+                        for i, (a, b) in enumerate(zip(remaining, filled.steps, strict=True))
+                        if a != b
+                    )
+                    plan = plan[:done] + filled.steps
+                    plans.append(list(plan))
+                    if filled.not_found:
+                        step.degraded.append(
+                            "enhance: found nothing for "
+                            + ", ".join(f"[{p}]" for p in filled.not_found)
+                            + "; later steps search for the description"
+                        )
+                    if events is not None:
+                        events.stage("update", step=step.index, final_answer=None, plan=list(filled.steps))
+                    continue
+            if (
+                not remaining
+                and (done - 1) in chained
+                and step.citations
+                and answer_kind(question) != "yes_no"
+            ):
+                # The last step of a chain asks what the question asks with the earlier answers filled
+                # in: its cited answer is the answer (an update or final call would only restate it,
+                # and a small model restating an answer often loses it).
+                return step.answer
             if (
                 cfg.merged_prompts
                 and step.answer
@@ -310,7 +325,23 @@ class Planner:
             if done < len(plan):
                 notes.append(f"stopped after max_steps={cfg.max_steps} with {len(plan) - done} steps left")
         spec = self._final_prompt(question, found, steps[first_step:])
-        return self._ask_final(spec, ledger, "final_answer", stream_to, question, notes)
+        final = self._ask_final(spec, ledger, "final_answer", stream_to, question, notes)
+        return self._supported_final(final, question, steps[first_step:], notes)
+
+    def _supported_final(
+        self, final: str, question: str, steps: Sequence[StepTrace], notes: list[str]
+    ) -> str:
+        """``final`` when the search stands behind it: a step's answer or cited evidence states it (or,
+        for a choice between named things, the question or a step does); else no answer, with a note.
+        Yes/no answers compare what the steps found and are kept."""
+        if not final or not self.config.require_citations or answer_kind(question) == "yes_no":
+            return final
+        texts = [question, *(s.query for s in steps), *(s.answer for s in steps if s.answer)]
+        texts += [c.text for s in steps for c in s.citations]
+        if supported(final, texts):
+            return final
+        notes.append(f"final_answer: {final!r} is stated by none of the steps' cited evidence; not answered")
+        return ""
 
     def _final_prompt(
         self, question: str, found: Sequence[tuple[str, str]], steps: Sequence[StepTrace]
@@ -324,12 +355,12 @@ class Planner:
         if answer_kind(question) != "yes_no":
             return P.final_answer_prompt(question, found, self.style)
         clues = [c for s in steps for c in s.clues]
-        facts = list(dict.fromkeys(t.text for c in clues for t in c.triples))
+        facts = self.evidence.facts(clues)
         return P.answer_prompt(
             question,
             facts,
             self.style,
-            self._document_texts(clues),
+            self.evidence.document_texts(clues),
             student=uses_student_prompt(self.client.llm, TASK_ANSWER),
         )
 
@@ -393,7 +424,8 @@ class Planner:
             cq = ClueQuery(clue.query, vec, seeds)
             knowledge = merge_knowledge([self._traverse(t, cq) for t in self.traversals])
             clue.notes.extend(knowledge.notes)
-            clue.triples = self._filter(cq, knowledge)
+            clue.triples = self.evidence.triples(cq, knowledge)
+            clue.theses = self.evidence.theses(knowledge)
             clue.documents = [
                 DocumentEvidence(d.doc_id, d.title, round(d.score, 6)) for d in knowledge.documents
             ]
@@ -402,27 +434,38 @@ class Planner:
         if events is not None:
             from hoprag.qa.events import documents_payload, triples_payload
 
-            evidence, docs = self._evidence([step])
+            evidence, docs = self.evidence.collect([step])
             events.stage(
                 "triples",
                 step=index,
                 clue_queries=[c.query for c in clues],
                 triples=triples_payload(evidence),
+                theses=list(dict.fromkeys(t.text for c in clues for t in c.theses)),
                 documents=documents_payload(docs),
             )
-        # e. the step's answer
+        # e. the step's answer, from the evidence shown, and the evidence that states it
         student = uses_student_prompt(self.client.llm, TASK_ANSWER)
-        if cfg.merged_prompts:
-            facts = list(dict.fromkeys(t.text for c in clues for t in c.triples))
-            spec = P.answer_prompt(query, facts, self.style, self._document_texts(clues), student=student)
+        evidence = self.evidence.citable(clues)
+        if not evidence:
+            step.found_nothing = True
+            step.degraded.append("step_answer: the traversals found nothing for this step; no answer asked")
+            answer = None
+        elif cfg.merged_prompts:
+            spec = P.answer_prompt(
+                query,
+                self.evidence.facts(clues),
+                self.style,
+                self.evidence.document_texts(clues),
+                student=student,
+            )
             answer = self._ask(spec, ledger, "step_answer", parse_answer, step)
         else:
             specs = [
                 P.answer_prompt(
                     c.query,
-                    [t.text for t in c.triples],
+                    self.evidence.facts([c]),
                     self.style,
-                    self._document_texts([c]),
+                    self.evidence.document_texts([c]),
                     student=student,
                 )
                 for c in clues
@@ -437,9 +480,17 @@ class Planner:
         step.answer, problem = fit_answer(query, answer or "")
         if problem:
             step.degraded.append(f"step_answer: {problem}")
+        self.evidence.cite(step, evidence)
         step.seconds = time.perf_counter() - started
         if events is not None:
-            events.stage("step_answer", step=index, query=query, answer=step.answer)
+            events.stage(
+                "step_answer",
+                step=index,
+                query=query,
+                answer=step.answer,
+                found_nothing=step.found_nothing,
+                citations=[asdict(c) for c in step.citations],
+            )
         return step
 
     def _clue_queries(
@@ -484,61 +535,6 @@ class Planner:
             return traversal.retrieve(query)
         except Exception as exc:
             return Knowledge(notes=[f"{traversal.name}: failed ({type(exc).__name__})"])
-
-    def _filter(self, query: ClueQuery, knowledge: Knowledge) -> list[TripleEvidence]:
-        """At most ``top_triples`` fact triples, ranked by fused similarity to the clue query."""
-        by_id = {t.triple_id: t for t in knowledge.triples if self.kg.is_fact(t.triple_id)}
-        if not by_id:
-            return []
-        ids = list(by_id)
-        if len(ids) > self.config.top_triples:
-            import numpy as np
-
-            ranked = self.kg.search_triples(
-                query.vector,
-                query.text,
-                self.config.top_triples,
-                subset=np.array(ids),
-                fetch=len(ids),
-                weights=(0.9, 0.1),
-            )
-            ids = [t for t, _ in ranked]
-        out = []
-        for t in ids:
-            head, rel, tail = self.kg.triple_parts(t)
-            out.append(TripleEvidence(head, rel, tail, round(by_id[t].score, 6), by_id[t].source, t))
-        return out
-
-    def _document_texts(self, clues: Sequence[ClueTrace]) -> list[str]:
-        n = self.config.context_documents
-        if not n:
-            return []
-        doc_ids = list(dict.fromkeys(d.doc_id for c in clues for d in c.documents))[:n]
-        texts = self.kg.index.documents.column("text")
-        titles = self.kg.index.documents.column("title")
-        limit = self.config.max_document_chars
-        return [f"{titles[d].as_py()}: {texts[d].as_py()[:limit]}" for d in doc_ids]
-
-    def _evidence(self, steps: Sequence[StepTrace]) -> tuple[list[TripleEvidence], list[DocumentEvidence]]:
-        """All triples used (first occurrence) and documents ranked by retriever score or triple provenance."""
-        triples: dict[int, TripleEvidence] = {}
-        for s in steps:
-            for c in s.clues:
-                for t in c.triples:
-                    triples.setdefault(t.triple_id, t)
-        scores: dict[int, float] = {}
-        for s in steps:
-            for c in s.clues:
-                for d in c.documents:
-                    scores[d.doc_id] = scores.get(d.doc_id, 0.0) + d.score
-                for rank, t in enumerate(c.triples):
-                    for d in self.kg.index.triple_doc_ids[t.triple_id]:
-                        scores[d] = scores.get(d, 0.0) + 1.0 / (rank + 1)
-        titles = self.kg.index.documents.column("title")
-        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-        return list(triples.values()), [
-            DocumentEvidence(d, titles[d].as_py(), round(s, 6)) for d, s in ranked
-        ]
 
     # -- LLM helpers -------------------------------------------------------------------------
     def _ask(self, spec: PromptSpec, ledger: CallLedger, purpose: str, parser, step: StepTrace | None = None):

@@ -43,7 +43,7 @@ from hoprag.llm.base import (
 )
 from hoprag.planner.answer_type import AUXILIARY_VERBS, QUESTION_WORDS
 
-PLANNER_PROMPT_VERSION = "pai2-v2"  # v2: the student plan and update prompts
+PLANNER_PROMPT_VERSION = "pai2-v3"  # v2: the student plan and update prompts; v3: a bridge plan example
 
 UNKNOWN = "unknown"
 
@@ -65,6 +65,13 @@ _PLAN_SHOTS = [
         ],
     ),
     ("When was Carl Boese born?", ["When was Carl Boese born?"]),
+    (
+        "Who is the spouse of the director of Payment On Demand?",
+        [
+            "Who is the director of Payment On Demand?",
+            "Who is the spouse of [director of Payment On Demand]?",
+        ],
+    ),
 ]
 
 _ANSWER_TASK = (

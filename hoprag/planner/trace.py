@@ -21,6 +21,25 @@ class TripleEvidence:
 
 
 @dataclass
+class ThesisEvidence:
+    """A memory-graph thesis (a statement of a passage) a step was shown."""
+
+    text: str
+    score: float
+    source: str
+    thesis_id: int
+
+
+@dataclass
+class Citation:
+    """An evidence item a step's answer rests on (:mod:`hoprag.planner.citations`)."""
+
+    kind: str  # "thesis", "triple" or "document"
+    id: int
+    text: str
+
+
+@dataclass
 class DocumentEvidence:
     doc_id: int
     title: str
@@ -34,6 +53,7 @@ class ClueTrace:
     how: str  # "step" (no vertex), "literal" (names substituted), "llm" (rewritten by the LLM)
     triples: list[TripleEvidence] = field(default_factory=list)
     documents: list[DocumentEvidence] = field(default_factory=list)
+    theses: list[ThesisEvidence] = field(default_factory=list)
     answer: str | None = None  # paper-like mode only: the clue answer
     notes: list[str] = field(default_factory=list)
 
@@ -48,6 +68,9 @@ class StepTrace:
     matches: dict[str, list[tuple[str, float, bool]]] = field(default_factory=dict)
     clues: list[ClueTrace] = field(default_factory=list)
     answer: str = ""
+    # the evidence stating the answer; empty with found_nothing (no evidence, or none states it)
+    citations: list[Citation] = field(default_factory=list)
+    found_nothing: bool = False
     degraded: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -88,12 +111,14 @@ def answer_from_dict(data: dict[str, Any]) -> Answer:
                     **c,
                     "triples": [TripleEvidence(**t) for t in c.get("triples", [])],
                     "documents": [DocumentEvidence(**d) for d in c.get("documents", [])],
+                    "theses": [ThesisEvidence(**t) for t in c.get("theses", [])],
                 }
             )
             for c in s.get("clues", [])
         ]
         matches = {k: [tuple(m) for m in v] for k, v in s.get("matches", {}).items()}
-        steps.append(StepTrace(**{**s, "clues": clues, "matches": matches}))
+        citations = [Citation(**c) for c in s.get("citations", [])]
+        steps.append(StepTrace(**{**s, "clues": clues, "matches": matches, "citations": citations}))
     fields = {k: v for k, v in data.items() if k in Answer.__dataclass_fields__}
     return Answer(
         **{

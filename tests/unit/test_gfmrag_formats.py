@@ -88,7 +88,12 @@ def test_supporting_documents_and_supporting_facts(tmp_path: Path) -> None:
     new, old, stage1 = read_corpus(tmp_path).questions["test"]
     assert new["supporting_facts"] == ["France", "Paris"]
     assert new["answer_aliases"] == ["City of Paris"]
-    assert new["metadata"] == {"type": "bridge", "hops": 2}
+    # a gold plan is also the question's decomposition (what step_recall scores a planner against)
+    assert new["metadata"] == {
+        "type": "bridge",
+        "hops": 2,
+        "decomposition": [{"question": "Which country has the capital Paris?", "answer": "France"}],
+    }
     assert "start_nodes" not in new and "plan" not in old
     assert new["plan"][0]["answer"] == "France"  # a gold search plan is kept (distillation's planner tasks)
     assert old["supporting_facts"] == ["Paris"]

@@ -157,7 +157,9 @@ def test_adding_and_deleting_a_document_adds_and_removes_its_theses(embedder, tm
 
     write_snapshot(tmp_path, added, manifest)
     remaining = [DOCS[0], DOCS[2]]  # --delete "Payment On Demand"
-    deleted = _build(embedder, remaining, [TRIPLES[0], TRIPLES[2]], _previous_state(KGIndex(tmp_path), config))
+    deleted = _build(
+        embedder, remaining, [TRIPLES[0], TRIPLES[2]], _previous_state(KGIndex(tmp_path), config)
+    )
     theses = _theses(deleted)
     assert "Payment On Demand is a 1951 film directed by Curtis Bernhardt." not in theses
     assert all(titles and set(titles) <= {"Curtis Bernhardt", "Carl Boese"} for titles, _ in theses.values())

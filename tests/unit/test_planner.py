@@ -52,6 +52,11 @@ def test_plan_enhancement_fills_placeholders_from_earlier_steps(film_kg) -> None
         "What country is Carl Boese from?",
     ]
     assert result.plans[0][2] == "What country is [director of Payment On Demand] from?"
+    # after step 1 only the placeholder naming it is filled; step 2's waits for step 2
+    assert result.plans[1][2:] == [
+        "What country is Curtis Bernhardt from?",
+        "What country is [director of My Cousin From Warsaw] from?",
+    ]
     assert result.plans[-1][2:] == [
         "What country is Curtis Bernhardt from?",
         "What country is Carl Boese from?",
@@ -60,15 +65,72 @@ def test_plan_enhancement_fills_placeholders_from_earlier_steps(film_kg) -> None
     assert step3.entity_source == "dictionary" and step3.matches["curtis bernhardt"][0][2] is True
     assert step3.seed_sources == {"curtis bernhardt": "dictionary"}
     assert "Curtis Bernhardt | born in | Worms" in [t.text for c in step3.clues for t in c.triples]
-    # plan, 4 step answers, updates after steps 1 and 2 (placeholders waiting), none after 3
-    # (step 4 needs nothing from it), one after 4 that gives the final answer.
-    assert llm.kinds() == ["plan", "answer", "update", "answer", "update", "answer", "answer", "update"]
-    assert result.llm_calls == 8 and result.calls_by_purpose["update"] == 3
+    # every answer cites the evidence that states it
+    cited = {(c.kind, c.text) for c in result.steps[0].citations}
+    assert ("triple", "Payment On Demand | directed by | Curtis Bernhardt") in cited
+    assert ("thesis", "Payment On Demand directed by Curtis Bernhardt.") in cited  # the passage's statement
+    # only what states the answer about the step's subject: not "Curtis Bernhardt | born in | Worms"
+    assert all("Payment On Demand" in text and "Curtis Bernhardt" in text for _, text in cited)
+    assert all(s.citations and not s.found_nothing for s in result.steps)
+    # substitution rewrites the plan without update calls: plan, 4 step answers, and one update
+    # after the last step, which gives the final answer
+    assert llm.kinds() == ["plan", "answer", "answer", "answer", "answer", "update"]
+    assert result.llm_calls == 6 and result.calls_by_purpose["update"] == 1
     assert result.documents and result.documents[0].title in {
         "Curtis Bernhardt",
         "Payment On Demand",
         "Carl Boese",
     }
+
+
+def test_the_llm_update_rewrites_the_plan_when_substitution_is_off(film_kg) -> None:
+    llm = ScriptedPlannerLLM(_script())
+    result = Planner(film_kg, llm, PlannerConfig(fill_placeholders=False)).answer(QUESTION)
+    assert result.answer == "yes"
+    assert result.plans[-1][2:] == [
+        "What country is Curtis Bernhardt from?",
+        "What country is Carl Boese from?",
+    ]
+    # plan, 4 step answers, updates after steps 1 and 2 (placeholders waiting), none after 3
+    # (step 4 needs nothing from it), one after 4 that gives the final answer.
+    assert llm.kinds() == ["plan", "answer", "update", "answer", "update", "answer", "answer", "update"]
+    assert result.llm_calls == 8 and result.calls_by_purpose["update"] == 3
+
+
+def test_the_last_step_of_a_chain_answers_and_a_missing_answer_is_not_guessed(film_kg) -> None:
+    plan = Rule(
+        "plan",
+        "1. Who is the director of Payment On Demand?\n2. Who is the spouse of [director of Payment On Demand]?",
+    )
+    rules = [
+        plan,
+        Rule("answer", "Curtis Bernhardt", "Question: Who is the director of Payment On Demand?"),
+        Rule("answer", "Pearl Argyle", "Question: Who is the spouse of Curtis Bernhardt?"),
+    ]
+    llm = ScriptedPlannerLLM(rules)
+    question = "Who is the spouse of the director of Payment On Demand?"
+    result = Planner(film_kg, llm).answer(question)
+    assert [s.query for s in result.steps][1] == "Who is the spouse of Curtis Bernhardt?"
+    assert result.answer == "Pearl Argyle"
+    assert "Curtis Bernhardt | spouse | Pearl Argyle" in [c.text for c in result.steps[1].citations]
+    assert llm.kinds() == ["plan", "answer", "answer"]  # no update, no restating final call
+
+    # step 1 answers with a name no evidence states: recorded as found nothing, and step 2 searches
+    # for the description instead of the guess
+    guessing = ScriptedPlannerLLM(
+        [
+            plan,
+            Rule("answer", "Orson Welles", "Question: Who is the director of Payment On Demand?"),
+            Rule("answer", "unknown"),
+            Rule("final", "unknown"),
+        ]
+    )
+    result = Planner(film_kg, guessing).answer(question)
+    first = result.steps[0]
+    assert first.found_nothing and first.answer == "" and not first.citations
+    assert any("stated by none" in d for d in first.degraded)
+    assert result.steps[1].query == "Who is the spouse of director of Payment On Demand?"
+    assert result.not_enough_info
 
 
 def test_early_stop_when_the_update_answers(film_kg) -> None:
@@ -78,7 +140,9 @@ def test_early_stop_when_the_update_answers(film_kg) -> None:
         Rule("update", "Final answer: Pearl Argyle"),
     ]
     llm = ScriptedPlannerLLM(rules)
-    result = Planner(film_kg, llm).answer("Who is the spouse of Curtis Bernhardt?")
+    # substitution off: the update call is what can stop a plan early
+    config = PlannerConfig(fill_placeholders=False)
+    result = Planner(film_kg, llm, config).answer("Who is the spouse of Curtis Bernhardt?")
     assert result.answer == "Pearl Argyle" and len(result.steps) == 1
     assert "final" not in llm.kinds()
 
@@ -127,11 +191,11 @@ def test_cache_makes_a_repeated_question_free(film_kg) -> None:
     planner = Planner(film_kg, llm)
     first = planner.answer(QUESTION)
     second = planner.answer(QUESTION)
-    assert first.llm_calls == 8 and second.llm_calls == 0 and second.cache_hits == 8
+    assert first.llm_calls == 6 and second.llm_calls == 0 and second.cache_hits == 6
     assert second.answer == first.answer
     no_cache = Planner(film_kg, ScriptedPlannerLLM(_script()), PlannerConfig(cache_size=0))
     no_cache.answer(QUESTION)
-    assert no_cache.answer(QUESTION).llm_calls == 8
+    assert no_cache.answer(QUESTION).llm_calls == 6
 
 
 def test_a_new_planner_can_adopt_the_answers_an_old_one_cached(film_kg) -> None:
@@ -142,7 +206,7 @@ def test_a_new_planner_can_adopt_the_answers_an_old_one_cached(film_kg) -> None:
     new = Planner(film_kg, llm)
     new.client.adopt_cache(old.client)
     again = new.answer(QUESTION)
-    assert again.llm_calls == 0 and again.cache_hits == 8
+    assert again.llm_calls == 0 and again.cache_hits == 6
     bounded = Planner(film_kg, llm, PlannerConfig(cache_size=3))
     bounded.client.adopt_cache(old.client)
     assert len(bounded.client._cache) == 3  # the newest entries, within its own bound

@@ -150,3 +150,92 @@ def test_retriever_traversal_gives_gnn_scored_triples(film_kg, embedder) -> None
     assert any(
         seed in (film_kg.index.head[t.triple_id], film_kg.index.tail[t.triple_id]) for t in knowledge.triples
     )
+
+
+def _brute_force_cheapest(kg, query: ClueQuery, source: int, goal: int, max_hops: int):
+    """Every simple path from source to goal (networkx), costed as A* costs them."""
+    import networkx as nx
+
+    from hoprag.planner.traversal.astar import triple_costs
+
+    g = nx.MultiGraph()
+    for t in range(kg.index.num_triples):
+        g.add_edge(int(kg.index.head[t]), int(kg.index.tail[t]), key=t)
+    best = None
+    for edge_path in nx.all_simple_edge_paths(g, source, goal, cutoff=max_hops):
+        triples = [k for _, _, k in edge_path]
+        cost = float(triple_costs(kg.similarity(query.vector, np.array(triples))).sum())
+        if best is None or cost < best[0] - 1e-9:
+            best = (cost, tuple(triples))
+    return best
+
+
+def test_astar_finds_the_cheapest_path_between_two_seeds(film_kg) -> None:
+    from hoprag.planner.traversal.astar import AStarTraversal
+
+    astar = AStarTraversal(film_kg, max_depth=6)
+    for text, a, b in [
+        ("Where was the director of Payment On Demand born?", "Payment On Demand", "Worms"),
+        (
+            "Are Payment On Demand and My Cousin From Warsaw from the same country?",
+            "Payment On Demand",
+            "My Cousin From Warsaw",
+        ),
+        ("How is Pearl Argyle related to Berlin?", "Pearl Argyle", "Berlin"),
+    ]:
+        q = _query(film_kg, text, a, b)
+        path = astar.best_path(q, q.seeds[0], {q.seeds[1]})
+        expected = _brute_force_cheapest(film_kg, q, q.seeds[0], q.seeds[1], 6)
+        assert path is not None and expected is not None
+        assert path.triples == expected[1] and path.cost == pytest.approx(expected[0])
+        assert path.nodes[0] == q.seeds[0] and path.nodes[-1] == q.seeds[1]
+    # the two films connect through their directors' birthplaces: 5 hops (film, director, city,
+    # city, director, film)
+    q = _query(
+        film_kg, "Payment On Demand and My Cousin From Warsaw", "Payment On Demand", "My Cousin From Warsaw"
+    )
+    found = _texts(film_kg, astar.retrieve(q))
+    assert "Payment On Demand | directed by | Curtis Bernhardt" in found
+    assert "Carl Boese | born in | Berlin" in found
+    assert not any("Kellan fever" in t for t in found)
+
+
+def test_astar_prefers_the_path_closer_to_the_query_among_equally_long_ones(film_kg) -> None:
+    from hoprag.planner.traversal.astar import AStarTraversal
+
+    # Worms -> Germany directly (1 hop) beats Worms -> Berlin -> Germany; and from Curtis Bernhardt
+    # to Germany both 2- and 3-hop routes exist: the 2-hop one via Worms wins.
+    q = _query(film_kg, "What country is Curtis Bernhardt's birthplace in?", "Curtis Bernhardt", "Germany")
+    path = AStarTraversal(film_kg).best_path(q, q.seeds[0], {q.seeds[1]})
+    assert path is not None
+    assert [" | ".join(film_kg.triple_parts(t)) for t in path.triples] == [
+        "Curtis Bernhardt | born in | Worms",
+        "Worms | city in | Germany",
+    ]
+    assert AStarTraversal(film_kg, max_depth=1).best_path(q, q.seeds[0], {q.seeds[1]}) is None
+    far = _query(film_kg, "Kellan fever and Berlin", "Kellan fever", "Berlin")
+    assert AStarTraversal(film_kg).retrieve(far).notes == ["astar: no path between the clue query's vertices"]
+    assert AStarTraversal(film_kg).retrieve(ClueQuery("x", q.vector, ())).notes == ["astar: no seed vertex"]
+
+
+def test_traversals_read_the_theses_of_the_vertices_they_walk(film_kg) -> None:
+    from hoprag.planner.traversal.astar import AStarTraversal
+
+    assert film_kg.has_theses
+    q = _query(film_kg, "Where was the director of Payment On Demand born?", "Payment On Demand")
+    for traversal in (
+        BeamSearchTraversal(film_kg, depth=2, theses=3),
+        WaterCirclesTraversal(film_kg, theses=3),
+        AStarTraversal(film_kg, theses=3),
+        NaiveTraversal(film_kg, theses=3),
+    ):
+        found = traversal.retrieve(q)
+        texts = [film_kg.thesis_text(t.thesis_id) for t in found.theses]
+        assert 0 < len(texts) <= 3, traversal.name
+        assert all(t.source == traversal.name for t in found.theses)
+    beam = BeamSearchTraversal(film_kg, depth=2, theses=10).retrieve(q)
+    texts = [film_kg.thesis_text(t.thesis_id) for t in beam.theses]
+    # statements of walked vertices only; a statement joining two of them first
+    assert "Payment On Demand directed by Curtis Bernhardt." in texts[:2]
+    assert not any("Kellan" in t for t in texts)
+    assert BeamSearchTraversal(film_kg, depth=2).retrieve(q).theses == []  # theses=0: triples only

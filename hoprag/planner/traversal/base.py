@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from hoprag.retrieval.base import RankedDocument
+
+if TYPE_CHECKING:
+    from hoprag.planner.knowledge import KnowledgeGraphView
 
 
 @dataclass(frozen=True)
@@ -29,13 +32,24 @@ class ScoredTriple:
     source: str
 
 
+@dataclass(frozen=True)
+class ScoredThesis:
+    """A memory-graph thesis (one statement, :mod:`hoprag.kg.memory`) a traversal found."""
+
+    thesis_id: int
+    score: float
+    source: str
+
+
 @dataclass
 class Knowledge:
-    """What one or more traversals found for a clue query."""
+    """What one or more traversals found for a clue query: object triples, theses, and episodes
+    (documents)."""
 
     triples: list[ScoredTriple] = field(default_factory=list)
     documents: list[RankedDocument] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    theses: list[ScoredThesis] = field(default_factory=list)
 
 
 @runtime_checkable
@@ -49,7 +63,8 @@ class Traversal(Protocol):
 
 
 def merge_knowledge(parts: Sequence[Knowledge]) -> Knowledge:
-    """Union of several traversals' findings: triples and documents de-duplicated, first finder kept.
+    """Union of several traversals' findings: triples, theses and documents de-duplicated, first
+    finder kept.
 
     Order: each traversal's results in turn (the first configured traversal leads), so a later
     filter that keeps order keeps the first traversal's preference.
@@ -57,7 +72,12 @@ def merge_knowledge(parts: Sequence[Knowledge]) -> Knowledge:
     merged = Knowledge()
     seen_triples: set[int] = set()
     seen_docs: set[int] = set()
+    seen_theses: set[int] = set()
     for part in parts:
+        for th in part.theses:
+            if th.thesis_id not in seen_theses:
+                seen_theses.add(th.thesis_id)
+                merged.theses.append(th)
         for t in part.triples:
             if t.triple_id not in seen_triples:
                 seen_triples.add(t.triple_id)
@@ -68,3 +88,12 @@ def merge_knowledge(parts: Sequence[Knowledge]) -> Knowledge:
                 merged.documents.append(d)
         merged.notes.extend(part.notes)
     return merged
+
+
+def theses_of_walk(
+    kg: KnowledgeGraphView, vertices: Sequence[int], query: ClueQuery, k: int, source: str
+) -> list[ScoredThesis]:
+    """The theses a graph walk reads: up to ``k`` statements mentioning the vertices it reached
+    (:meth:`~hoprag.planner.knowledge.KnowledgeGraphView.theses_around`); none without theses."""
+    found = kg.theses_around(list(dict.fromkeys(vertices)), query.vector, k)
+    return [ScoredThesis(t, s, source) for t, s in found]

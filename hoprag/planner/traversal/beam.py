@@ -4,7 +4,8 @@ A triple's cost is ``-ln(similarity)`` between the clue query and the triple's t
 of relevant triples is cheap); a path's score is its summed cost divided by ``length ** alpha``
 (alpha < 1 lets longer paths compete without favouring them outright); lower is better. Triples
 below ``min_similarity`` are never walked. No vertex or triple is reused within a path or
-across the paths of the current beam, so cycles cannot be walked and paths spread out.
+across the paths of the current beam, so cycles cannot be walked and paths spread out. With a
+memory graph, the walk also reads the theses of the vertices its paths pass (``theses`` of them).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hoprag.planner.knowledge import KnowledgeGraphView
-from hoprag.planner.traversal.base import ClueQuery, Knowledge, ScoredTriple
+from hoprag.planner.traversal.base import ClueQuery, Knowledge, ScoredTriple, theses_of_walk
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class BeamSearchTraversal:
         alpha: float = 0.75,
         fetch: int = 50,
         min_similarity: float = 0.1,
+        theses: int = 0,
     ) -> None:
         self.kg = kg
         self.depth = depth
@@ -48,6 +50,7 @@ class BeamSearchTraversal:
         self.alpha = alpha
         self.fetch = fetch
         self.min_similarity = min_similarity
+        self.theses = theses
 
     def paths(self, query: ClueQuery, seed: int) -> list[_Path]:
         """The selected paths from one seed, best first."""
@@ -103,11 +106,17 @@ class BeamSearchTraversal:
 
     def retrieve(self, query: ClueQuery) -> Knowledge:
         best: dict[int, float] = {}
+        walked: list[int] = []
         for seed in dict.fromkeys(query.seeds):
             for path in self.paths(query, seed):
                 score = -path.score(self.alpha)  # higher is better outside the search
+                walked.extend(path.nodes)
                 for t in path.triples:
                     best[t] = max(best.get(t, -math.inf), score)
         ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
         notes = [] if query.seeds else ["beam: no seed vertex"]
-        return Knowledge(triples=[ScoredTriple(t, s, self.name) for t, s in ranked], notes=notes)
+        return Knowledge(
+            triples=[ScoredTriple(t, s, self.name) for t, s in ranked],
+            notes=notes,
+            theses=theses_of_walk(self.kg, walked or list(query.seeds), query, self.theses, self.name),
+        )

@@ -6,7 +6,8 @@ by. A vertex reached from several seeds closes a *chain* (seed → ... → verte
 seed); chains joining more seeds come first. Quotas keep many seeds from flooding the context:
 ``chain_quota`` triples for one seed with chains, half as many per seed for two, about a third
 for three or more. With no chain at all (one seed, or seeds in disconnected components), each
-seed contributes its ``other_quota`` one-hop triples most similar to the query.
+seed contributes its ``other_quota`` one-hop triples most similar to the query. With a memory
+graph, the theses of the seeds and of the vertices those triples join are read too (``theses``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections import defaultdict
 import numpy as np
 
 from hoprag.planner.knowledge import KnowledgeGraphView
-from hoprag.planner.traversal.base import ClueQuery, Knowledge, ScoredTriple
+from hoprag.planner.traversal.base import ClueQuery, Knowledge, ScoredTriple, theses_of_walk
 
 
 class WaterCirclesTraversal:
@@ -31,12 +32,14 @@ class WaterCirclesTraversal:
         chain_quota: int = 25,
         other_quota: int = 6,
         max_ring: int = 2000,
+        theses: int = 0,
     ) -> None:
         self.kg = kg
         self.depth = depth
         self.chain_quota = chain_quota
         self.other_quota = other_quota
         self.max_ring = max_ring
+        self.theses = theses
 
     def _rings(self, seed: int) -> dict[int, tuple[int, int]]:
         """Vertex → (parent vertex, triple) for everything within ``depth`` hops of ``seed``."""
@@ -101,4 +104,9 @@ class WaterCirclesTraversal:
                 for i in np.lexsort((triples, -sims))[: self.other_quota].tolist():
                     scored[int(triples[i])] = max(scored.get(int(triples[i]), -1.0), float(sims[i]))
         ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
-        return Knowledge(triples=[ScoredTriple(t, s, self.name) for t, s in ranked])
+        # The theses read: those of the seeds and of the vertices the chosen triples join.
+        walked = seeds + [int(v) for t, _ in ranked for v in (self.kg.index.head[t], self.kg.index.tail[t])]
+        return Knowledge(
+            triples=[ScoredTriple(t, s, self.name) for t, s in ranked],
+            theses=theses_of_walk(self.kg, walked, query, self.theses, self.name),
+        )

@@ -1,0 +1,129 @@
+"""What a plan step is shown and what its answer rests on: the filtered triples, theses and
+passages of its clue queries, the prompt's fact lines, and the citations of its answer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from hoprag.planner.answer_type import answer_kind
+from hoprag.planner.citations import cite
+from hoprag.planner.config import PlannerConfig
+from hoprag.planner.knowledge import KnowledgeGraphView
+from hoprag.planner.trace import (
+    Citation,
+    ClueTrace,
+    DocumentEvidence,
+    StepTrace,
+    ThesisEvidence,
+    TripleEvidence,
+)
+from hoprag.planner.traversal.base import ClueQuery, Knowledge
+
+
+class StepEvidence:
+    """Filtering and citing for the planner's steps over one KG (stateless between calls)."""
+
+    def __init__(self, kg: KnowledgeGraphView, config: PlannerConfig) -> None:
+        self.kg = kg
+        self.config = config
+
+    def theses(self, knowledge: Knowledge) -> list[ThesisEvidence]:
+        """The theses the traversals read, in their order, at most ``theses`` of them."""
+        return [
+            ThesisEvidence(self.kg.thesis_text(t.thesis_id), round(t.score, 6), t.source, t.thesis_id)
+            for t in knowledge.theses[: self.config.theses]
+        ]
+
+    def cite(self, step: StepTrace, evidence: Sequence[Citation]) -> None:
+        """Record the evidence stating the step's answer; an answer none of it states was guessed,
+        and with ``require_citations`` the step is recorded as having found nothing instead."""
+        if not step.answer:  # "unknown" (or unusable output): the step says it found nothing
+            step.found_nothing = True
+            return
+        if answer_kind(step.query) == "yes_no":
+            return  # a comparison of facts quotes none of them
+        step.citations = cite(step.answer, evidence, [*step.entities, *step.seed_sources])
+        if not step.citations and self.config.require_citations:
+            step.degraded.append(
+                f"step_answer: {step.answer!r} is stated by none of the step's evidence; recorded as not found"
+            )
+            step.answer = ""
+            step.found_nothing = True
+
+    def facts(self, clues: Sequence[ClueTrace]) -> list[str]:
+        """The fact lines of a step-answer prompt: the theses read (statements), then the triples."""
+        return list(
+            dict.fromkeys(
+                [*(t.text for c in clues for t in c.theses), *(t.text for c in clues for t in c.triples)]
+            )
+        )
+
+    def citable(self, clues: Sequence[ClueTrace]) -> list[Citation]:
+        """Everything a step's answer prompt shows, as citable items."""
+        out = [Citation("thesis", t.thesis_id, t.text) for c in clues for t in c.theses]
+        out += [Citation("triple", t.triple_id, t.text) for c in clues for t in c.triples]
+        out += [Citation("document", d, text) for d, text in self.documents(clues)]
+        unique: dict[tuple[str, int], Citation] = {}
+        for c in out:
+            unique.setdefault((c.kind, c.id), c)
+        return list(unique.values())
+
+    def triples(self, query: ClueQuery, knowledge: Knowledge) -> list[TripleEvidence]:
+        """At most ``top_triples`` fact triples, ranked by fused similarity to the clue query."""
+        by_id = {t.triple_id: t for t in knowledge.triples if self.kg.is_fact(t.triple_id)}
+        if not by_id:
+            return []
+        ids = list(by_id)
+        if len(ids) > self.config.top_triples:
+            ranked = self.kg.search_triples(
+                query.vector,
+                query.text,
+                self.config.top_triples,
+                subset=np.array(ids),
+                fetch=len(ids),
+                weights=(0.9, 0.1),
+            )
+            ids = [t for t, _ in ranked]
+        out = []
+        for t in ids:
+            head, rel, tail = self.kg.triple_parts(t)
+            out.append(TripleEvidence(head, rel, tail, round(by_id[t].score, 6), by_id[t].source, t))
+        return out
+
+    def documents(self, clues: Sequence[ClueTrace]) -> list[tuple[int, str]]:
+        """``(doc_id, "title: text")`` of the passages a step's answer prompt shows: the GLM
+        traversal's top ``context_documents``, none with ``drop_episodes`` (the paper's filter)."""
+        n = 0 if self.config.drop_episodes else self.config.context_documents
+        if not n:
+            return []
+        doc_ids = list(dict.fromkeys(d.doc_id for c in clues for d in c.documents))[:n]
+        texts = self.kg.index.documents.column("text")
+        titles = self.kg.index.documents.column("title")
+        limit = self.config.max_document_chars
+        return [(d, f"{titles[d].as_py()}: {texts[d].as_py()[:limit]}") for d in doc_ids]
+
+    def document_texts(self, clues: Sequence[ClueTrace]) -> list[str]:
+        return [text for _, text in self.documents(clues)]
+
+    def collect(self, steps: Sequence[StepTrace]) -> tuple[list[TripleEvidence], list[DocumentEvidence]]:
+        """All triples used (first occurrence) and documents ranked by retriever score or triple provenance."""
+        triples: dict[int, TripleEvidence] = {}
+        for s in steps:
+            for c in s.clues:
+                for t in c.triples:
+                    triples.setdefault(t.triple_id, t)
+        scores: dict[int, float] = {}
+        for s in steps:
+            for c in s.clues:
+                for d in c.documents:
+                    scores[d.doc_id] = scores.get(d.doc_id, 0.0) + d.score
+                for rank, t in enumerate(c.triples):
+                    for d in self.kg.index.triple_doc_ids[t.triple_id]:
+                        scores[d] = scores.get(d, 0.0) + 1.0 / (rank + 1)
+        titles = self.kg.index.documents.column("title")
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        return list(triples.values()), [
+            DocumentEvidence(d, titles[d].as_py(), round(s, 6)) for d, s in ranked
+        ]

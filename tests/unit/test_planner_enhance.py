@@ -1,0 +1,95 @@
+"""Plan enhancement by substitution and answer citations (no LLM involved)."""
+
+from __future__ import annotations
+
+from hoprag.planner.citations import cite, states, supported
+from hoprag.planner.enhance import fill_placeholders, referenced_step
+from hoprag.planner.trace import Citation
+
+FOUND = [("Who is the director of Payment On Demand?", "Curtis Bernhardt")]
+
+
+def test_a_placeholder_gets_the_answer_of_the_step_it_names() -> None:
+    filled = fill_placeholders(["What country is [director of Payment On Demand] from?"], FOUND)
+    assert filled.steps == ["What country is Curtis Bernhardt from?"]
+    assert filled.unresolved == filled.not_found == []
+    # by number too
+    assert fill_placeholders(["Where was [answer 1] born?"], FOUND).steps == [
+        "Where was Curtis Bernhardt born?"
+    ]
+    assert fill_placeholders(["Where was [1] born?"], FOUND).steps == ["Where was Curtis Bernhardt born?"]
+
+
+def test_a_placeholder_naming_a_later_step_waits_and_one_naming_none_is_unresolved() -> None:
+    remaining = [
+        "Who is the director of My Cousin From Warsaw?",
+        "Are [director of Payment On Demand] and [director of My Cousin From Warsaw] compatriots?",
+        "Where is [the moon]?",
+    ]
+    filled = fill_placeholders(remaining, FOUND)
+    assert filled.steps[1] == "Are Curtis Bernhardt and [director of My Cousin From Warsaw] compatriots?"
+    assert filled.steps[2] == "Where is [the moon]?" and filled.unresolved == ["the moon"]
+
+
+def test_a_step_that_found_nothing_leaves_the_description_not_a_guess() -> None:
+    filled = fill_placeholders(
+        ["Who is the spouse of [director of Payment On Demand]?"], [(FOUND[0][0], "unknown")]
+    )
+    assert filled.steps == ["Who is the spouse of director of Payment On Demand?"]
+    assert filled.not_found == ["director of Payment On Demand"]
+
+
+def test_referenced_step_needs_half_of_the_placeholder_words_and_prefers_the_latest_tie() -> None:
+    queries = ["Who directed Payment On Demand?", "Who is the director of the film Payment On Demand?"]
+    assert referenced_step("director of Payment On Demand", queries) == 1
+    assert referenced_step("spouse of the producer", queries) is None
+    assert referenced_step("step 3", queries) is None
+
+
+def test_an_answer_is_cited_by_the_evidence_that_states_it_about_the_step_subject() -> None:
+    evidence = [
+        Citation("triple", 0, "Payment On Demand | directed by | Curtis Bernhardt"),
+        Citation("triple", 1, "Curtis Bernhardt | born in | Worms"),
+        Citation("thesis", 0, "Curtis Bernhardt: He was born in Worms, Germany."),
+    ]
+    assert [c.id for c in cite("Curtis Bernhardt", evidence, ["Payment On Demand"])] == [0]
+    assert [c.kind for c in cite("curtis  bernhardt.", evidence)] == ["triple", "triple", "thesis"]
+    assert cite("Orson Welles", evidence) == []
+    assert states("Born in Worms, Germany.", "germany") and not states("German film", "Germany")
+    assert supported("Worms", ["x", "born in Worms"]) and not supported("", ["anything"])
+
+
+def test_an_eval_plan_system_can_carry_its_own_planner_settings(tmp_path) -> None:
+    import pytest
+
+    from evaluation.config import EvalConfig
+
+    config = EvalConfig.model_validate(
+        {
+            "out": str(tmp_path),
+            "benchmarks": [{"name": "b", "index": str(tmp_path)}],
+            "systems": [
+                {"name": "plan", "kind": "qa", "pipeline": "plan"},
+                {"name": "plan-no-theses", "kind": "qa", "pipeline": "plan", "planner": {"theses": 0}},
+            ],
+            "planner": {"max_steps": 4},
+        }
+    )
+    default, ablation = config.systems
+    assert (
+        config.qa_settings(default).planner.max_steps == 4 and config.qa_settings(default).planner.theses == 5
+    )
+    assert (
+        config.qa_settings(ablation).planner.theses == 0
+        and config.qa_settings(ablation).planner.max_steps == 8
+    )
+    with pytest.raises(ValueError, match="apply to pipeline 'plan' only"):
+        EvalConfig.model_validate(
+            {
+                "out": str(tmp_path),
+                "benchmarks": [{"name": "b", "index": str(tmp_path)}],
+                "systems": [
+                    {"name": "d", "kind": "qa", "pipeline": "rag", "retriever": "dense", "planner": {}}
+                ],
+            }
+        )
