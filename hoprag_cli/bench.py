@@ -24,6 +24,7 @@ BENCHMARKS = {
     "graph": ("benchmarks.graph", "run_graph_benchmark"),
     "grammar": ("benchmarks.grammar", "run_grammar_benchmark"),
     "formats": ("benchmarks.formats", "run_formats_benchmark"),
+    "memory": ("benchmarks.memory", "run_memory_benchmark"),
 }
 
 
@@ -34,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from benchmarks.glm_step import add_arguments as add_glm_step_arguments
     from benchmarks.grammar import add_arguments as add_grammar_bench_arguments
     from benchmarks.graph import add_arguments as add_graph_bench_arguments
+    from benchmarks.memory import add_arguments as add_memory_bench_arguments
     from benchmarks.plan import add_arguments as add_plan_bench_arguments
     from benchmarks.search import add_arguments as add_search_bench_arguments
     from benchmarks.serve import add_arguments as add_serve_bench_arguments
@@ -134,6 +136,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "reader against json.load, seconds and peak RSS",
     )
     add_formats_bench_arguments(bfm)
+    bmg = bsub.add_parser(
+        "memory",
+        help="the memory graph's thesis vertices: build seconds and bytes beside the rest of the index",
+    )
+    add_memory_bench_arguments(bmg)
     bp = bsub.add_parser("plan", help="planner cost per question: paper-like calls vs hoprag's, same run")
     add_plan_bench_arguments(bp)
     add_config_args(bp)

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hoprag.atomic import atomic_write_json
-from hoprag.kg.tables import FORMAT_VERSION, MANIFEST, SNAPSHOTS, KGTables, ann_file, embeddings_file
+from hoprag.kg.tables import FORMAT_VERSION, MANIFEST, SNAPSHOTS, KGTables, Theses, ann_file, embeddings_file
 
 VerifyMode = Literal["none", "fast", "full"]
 
@@ -137,31 +137,15 @@ def _tables_to_files(tables: KGTables, out: Path, ann_min_rows: int | None = Non
     if tables.questions is not None:
         pq.write_table(tables.questions, out / "questions.parquet")
     if tables.theses is not None:
-        pq.write_table(
-            pa.table(
-                {
-                    "thesis_id": pa.array(np.arange(len(tables.theses), dtype=np.int32)),
-                    "text": pa.array(tables.theses.texts, pa.string()),
-                    "doc_ids": pa.array(tables.theses.doc_ids, pa.list_(pa.int32())),
-                    "entity_ids": pa.array(tables.theses.entity_ids, pa.list_(pa.int32())),
-                }
-            ),
-            out / "theses.parquet",
-        )
+        write_theses(tables.theses, out, ann_min_rows)
     np.save(out / "relation_embeddings.npy", tables.relation_embeddings.astype(np.float32))
     for name, vectors in (
         ("entity", tables.entity_embeddings),
         ("triple", tables.triple_embeddings),
         ("document", tables.document_embeddings),
-        ("thesis", None if tables.theses is None else tables.theses.embeddings),
     ):
-        if vectors is None:
-            continue
-        np.save(out / embeddings_file(name), np.asarray(vectors, dtype=np.float32))
-        if ann_min_rows is not None and len(vectors) and len(vectors) >= ann_min_rows:
-            from hoprag.vectorsearch import build_ann_index
-
-            build_ann_index(np.load(out / embeddings_file(name), mmap_mode="r"), out / ann_file(name))
+        if vectors is not None:
+            write_vectors(name, vectors, out, ann_min_rows)
     adj = tables.adjacency
     np.savez(
         out / "adjacency.npz",
@@ -170,6 +154,33 @@ def _tables_to_files(tables: KGTables, out: Path, ann_min_rows: int | None = Non
         triple_id=adj.triple_id,
         outgoing=adj.outgoing,
     )
+
+
+def write_vectors(name: str, vectors: np.ndarray, out: Path, ann_min_rows: int | None) -> None:
+    """``NAME_embeddings.npy``, and ``NAME_ann.faiss`` when there are at least ``ann_min_rows`` rows."""
+    np.save(out / embeddings_file(name), np.asarray(vectors, dtype=np.float32))
+    if ann_min_rows is not None and len(vectors) and len(vectors) >= ann_min_rows:
+        from hoprag.vectorsearch import build_ann_index
+
+        build_ann_index(np.load(out / embeddings_file(name), mmap_mode="r"), out / ann_file(name))
+
+
+def write_theses(theses: Theses, out: Path, ann_min_rows: int | None = None) -> list[Path]:
+    """The memory graph's thesis files (``theses.parquet``, their vectors and ANN index); returns them."""
+    pq.write_table(
+        pa.table(
+            {
+                "thesis_id": pa.array(np.arange(len(theses), dtype=np.int32)),
+                "text": pa.array(theses.texts, pa.string()),
+                "doc_ids": pa.array(theses.doc_ids, pa.list_(pa.int32())),
+                "entity_ids": pa.array(theses.entity_ids, pa.list_(pa.int32())),
+            }
+        ),
+        out / "theses.parquet",
+    )
+    write_vectors("thesis", theses.embeddings, out, ann_min_rows)
+    names = ("theses.parquet", embeddings_file("thesis"), ann_file("thesis"))
+    return [out / n for n in names if (out / n).is_file()]
 
 
 WRITER_LOCK = ".writer.lock"

@@ -291,8 +291,10 @@ class Planner:
                     continue
                 if update.final_answer:
                     final, problem = fit_answer(question, update.final_answer)
-                    if final:
+                    if final and self._supported_final(final, question, steps[first_step:], step.degraded):
                         return final
+                    if final:
+                        problem = "no step's evidence states it"
                     step.degraded.append(f"update: {problem}; the final answer is asked from the findings")
                     break
                 if update.remaining is not None and update.remaining != remaining:

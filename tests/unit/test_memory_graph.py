@@ -164,3 +164,24 @@ def test_adding_and_deleting_a_document_adds_and_removes_its_theses(embedder, tm
     assert "Payment On Demand is a 1951 film directed by Curtis Bernhardt." not in theses
     assert all(titles and set(titles) <= {"Curtis Bernhardt", "Carl Boese"} for titles, _ in theses.values())
     assert len(theses) == 4
+
+
+def test_the_memory_benchmark_reports_counts_seconds_and_bytes(tmp_path, capsys):
+    import argparse
+    import json
+
+    from benchmarks.memory import run_memory_benchmark
+
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps({d.title: d.text for d in DOCS}))
+    args = argparse.Namespace(
+        index=None, corpus=corpus, dedup_threshold=None, workdir=tmp_path / "work", json=True
+    )
+    assert run_memory_benchmark(args) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    # entities are the titles here: every statement belongs to its passage's subject
+    assert report["documents"] == 3 and report["statements"] == report["theses"] == 5
+    assert (
+        report["bytes"]["theses_total"] > 0 and report["bytes"]["thesis_embeddings.npy"] == 128 + 5 * 384 * 4
+    )
+    assert report["seconds"]["build_total"] > 0
