@@ -20,6 +20,7 @@ from hoprag.planner.trace import (
     TripleEvidence,
 )
 from hoprag.planner.traversal.base import ClueQuery, Knowledge
+from hoprag.text import normalize_entity
 
 
 class StepEvidence:
@@ -44,7 +45,9 @@ class StepEvidence:
             return
         if answer_kind(step.query) == "yes_no":
             return  # a comparison of facts quotes none of them
-        step.citations = cite(step.answer, evidence, [*step.entities, *step.seed_sources])
+        # anchors: the KG vertices the step's entities matched (a mention matching none anchors nothing)
+        anchors = [*(m for m, hits in step.matches.items() if hits), *step.seed_sources]
+        step.citations = cite(step.answer, evidence, anchors)
         if not step.citations and self.config.require_citations:
             step.degraded.append(
                 f"step_answer: {step.answer!r} is stated by none of the step's evidence; recorded as not found"
@@ -62,9 +65,35 @@ class StepEvidence:
 
     def citable(self, clues: Sequence[ClueTrace]) -> list[Citation]:
         """Everything a step's answer prompt shows, as citable items."""
-        out = [Citation("thesis", t.thesis_id, t.text) for c in clues for t in c.theses]
-        out += [Citation("triple", t.triple_id, t.text) for c in clues for t in c.triples]
-        out += [Citation("document", d, text) for d, text in self.documents(clues)]
+        index = self.kg.index
+        theses = index.theses
+        out = [
+            Citation(
+                "thesis",
+                t.thesis_id,
+                t.text,
+                [index.entity_names[e] for e in theses.objects[t.thesis_id]] if theses is not None else [],
+            )
+            for c in clues
+            for t in c.theses
+        ]
+        out += [
+            Citation(
+                "triple",
+                t.triple_id,
+                t.text,
+                [
+                    index.entity_names[int(index.head[t.triple_id])],
+                    index.entity_names[int(index.tail[t.triple_id])],
+                ],
+            )
+            for c in clues
+            for t in c.triples
+        ]
+        out += [
+            Citation("document", d, text, [normalize_entity(text.split(": ", 1)[0])])
+            for d, text in self.documents(clues)
+        ]
         unique: dict[tuple[str, int], Citation] = {}
         for c in out:
             unique.setdefault((c.kind, c.id), c)

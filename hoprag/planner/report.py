@@ -23,9 +23,11 @@ def format_answer(result: Answer, max_triples: int = 5, max_documents: int = 5) 
             lines.extend(f"    - {t.text}  ({t.source} {t.score:.3g})" for t in clue.triples[:max_triples])
             if len(clue.triples) > max_triples:
                 lines.append(f"    ... {len(clue.triples) - max_triples} more triples")
+            lines.extend(f"    * {t.text}  ({t.source} thesis)" for t in clue.theses[:max_triples])
             if clue.answer is not None:
                 lines.append(f"    clue answer: {clue.answer or 'unknown'}")
-        lines.append(f"  answer: {step.answer or 'unknown'}")
+        lines.append(f"  answer: {step.answer or ('found nothing' if step.found_nothing else 'unknown')}")
+        lines.extend(f"  cites ({c.kind}): {c.text}" for c in step.citations[:max_triples])
         lines.extend(f"  degraded: {d}" for d in step.degraded)
     if result.documents:
         lines.append(

@@ -37,6 +37,7 @@ class Citation:
     kind: str  # "thesis", "triple" or "document"
     id: int
     text: str
+    names: list[str] = field(default_factory=list)  # the KG entities it joins (normalized names)
 
 
 @dataclass

@@ -48,13 +48,33 @@ def test_referenced_step_needs_half_of_the_placeholder_words_and_prefers_the_lat
 
 def test_an_answer_is_cited_by_the_evidence_that_states_it_about_the_step_subject() -> None:
     evidence = [
-        Citation("triple", 0, "Payment On Demand | directed by | Curtis Bernhardt"),
-        Citation("triple", 1, "Curtis Bernhardt | born in | Worms"),
-        Citation("thesis", 0, "Curtis Bernhardt: He was born in Worms, Germany."),
+        Citation(
+            "triple",
+            0,
+            "Payment On Demand | directed by | Curtis Bernhardt",
+            ["payment on demand", "curtis bernhardt"],
+        ),
+        Citation("triple", 1, "Curtis Bernhardt | born in | Worms", ["curtis bernhardt", "worms"]),
+        Citation(
+            "thesis", 0, "Curtis Bernhardt: He was born in Worms, Germany.", ["curtis bernhardt", "worms"]
+        ),
+        Citation("triple", 2, "Worms | city in | Germany", ["worms", "germany"]),
+        Citation("triple", 3, "Berlin | city in | Germany", ["berlin", "germany"]),
     ]
     assert [c.id for c in cite("Curtis Bernhardt", evidence, ["Payment On Demand"])] == [0]
     assert [c.kind for c in cite("curtis  bernhardt.", evidence)] == ["triple", "triple", "thesis"]
     assert cite("Orson Welles", evidence) == []
+    # about the step's subject: naming it, or one hop on from what names it; not elsewhere
+    assert [(c.kind, c.id) for c in cite("Germany", evidence, ["Curtis Bernhardt"])] == [
+        ("thesis", 0),
+        ("triple", 2),
+    ]
+    # two hops: the director of Payment On Demand was born in Worms
+    assert [(c.kind, c.id) for c in cite("Worms", evidence, ["Payment On Demand"])] == [
+        ("triple", 1),
+        ("thesis", 0),
+    ]
+    assert cite("Berlin", evidence, ["Curtis Bernhardt"]) == []
     assert states("Born in Worms, Germany.", "germany") and not states("German film", "Germany")
     assert supported("Worms", ["x", "born in Worms"]) and not supported("", ["anything"])
 
