@@ -68,6 +68,13 @@ class PlannerConfig(StrictModel):
         description="Memory-graph theses (statements) each traversal reads per clue query, and the most kept "
         "for a step's answer; 0 = object triples only (also what an index without theses gives).",
     )
+    max_step_facts: int = Field(
+        default=25,
+        ge=0,
+        description="Fact lines (theses, then triples) of one step-answer prompt at most, over all its clue "
+        "queries: retrieve mode's 25, the size the shipped student's answer task was trained on; 0 = no cap "
+        "(the paper shows each clue query's 50 triples).",
+    )
     drop_episodes: bool = Field(
         default=False,
         description="Discard episodic knowledge (passages) at filtering as PAI-2 does: step answers see "

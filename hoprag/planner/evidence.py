@@ -55,27 +55,35 @@ class StepEvidence:
             step.answer = ""
             step.found_nothing = True
 
+    def shown(self, clues: Sequence[ClueTrace]) -> tuple[list[ThesisEvidence], list[TripleEvidence]]:
+        """The theses and triples a step-answer prompt shows: the clue queries' theses (unique, at
+        most ``theses``), then their triples (unique), together at most ``max_step_facts``."""
+        theses = list({t.thesis_id: t for c in clues for t in c.theses}.values())[: self.config.theses]
+        triples = list({t.triple_id: t for c in clues for t in c.triples}.values())
+        cap = self.config.max_step_facts
+        if cap:
+            theses = theses[:cap]
+            triples = triples[: max(0, cap - len(theses))]
+        return theses, triples
+
     def facts(self, clues: Sequence[ClueTrace]) -> list[str]:
-        """The fact lines of a step-answer prompt: the theses read (statements), then the triples."""
-        return list(
-            dict.fromkeys(
-                [*(t.text for c in clues for t in c.theses), *(t.text for c in clues for t in c.triples)]
-            )
-        )
+        """The fact lines of a step-answer prompt (:meth:`shown`): statements, then triples."""
+        theses, triples = self.shown(clues)
+        return list(dict.fromkeys([*(t.text for t in theses), *(t.text for t in triples)]))
 
     def citable(self, clues: Sequence[ClueTrace]) -> list[Citation]:
         """Everything a step's answer prompt shows, as citable items."""
         index = self.kg.index
-        theses = index.theses
+        objects = index.theses.objects if index.theses is not None else None
+        theses, triples = self.shown(clues)
         out = [
             Citation(
                 "thesis",
                 t.thesis_id,
                 t.text,
-                [index.entity_names[e] for e in theses.objects[t.thesis_id]] if theses is not None else [],
+                [index.entity_names[e] for e in objects[t.thesis_id]] if objects is not None else [],
             )
-            for c in clues
-            for t in c.theses
+            for t in theses
         ]
         out += [
             Citation(
@@ -87,17 +95,13 @@ class StepEvidence:
                     index.entity_names[int(index.tail[t.triple_id])],
                 ],
             )
-            for c in clues
-            for t in c.triples
+            for t in triples
         ]
         out += [
             Citation("document", d, text, [normalize_entity(text.split(": ", 1)[0])])
             for d, text in self.documents(clues)
         ]
-        unique: dict[tuple[str, int], Citation] = {}
-        for c in out:
-            unique.setdefault((c.kind, c.id), c)
-        return list(unique.values())
+        return out
 
     def triples(self, query: ClueQuery, knowledge: Knowledge) -> list[TripleEvidence]:
         """At most ``top_triples`` fact triples, ranked by fused similarity to the clue query."""

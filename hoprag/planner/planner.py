@@ -207,6 +207,11 @@ class Planner:
         if not plan:
             notes.append("plan: unusable output, the question is the only step")
             plan = [question]
+        elif len(plan) == 1 and normalize(plan[0]) != normalize(question):
+            # A one-step plan has nothing to split: its step can only restate the question, and a
+            # small model's restatement drifts ("the narrator of X" became "the director of X").
+            notes.append(f"plan: one step ({plan[0]!r}); the question itself is searched")
+            plan = [question]
         plans.append(list(plan))
         if events is not None:
             events.stage("plan", question=question, plan=list(plan))

@@ -210,6 +210,7 @@ def test_incremental_add_and_delete(tmp_path, synthetic_corpus, rule_server, ray
     out = tmp_path / "index"
     build_index(out, cfg, corpus=read_corpus(part_a))
     only_a = kg_content(out)
+    only_a_theses = _theses(out)
     summary = build_index(out, cfg, corpus=read_corpus(part_b), add=True)
     assert summary.extracted_now == len(second) and summary.reused_from_cache == len(first)
     assert summary.new_entities_embedded < summary.entities  # old entities were not re-embedded
@@ -219,6 +220,8 @@ def test_incremental_add_and_delete(tmp_path, synthetic_corpus, rule_server, ray
     assert added["entities"] == reference["entities"]
     assert added["triples"] == reference["triples"]
     assert added["links"] == reference["links"]
+    # the memory graph follows: the added documents' theses, with their episodes
+    assert _theses(out) == _theses(reference_index) and _theses(out) > only_a_theses
     # re-adding the same documents changes nothing
     build_index(out, cfg, corpus=read_corpus(part_b), add=True)
     assert kg_content(out)["triples"] == reference["triples"]
@@ -230,6 +233,22 @@ def test_incremental_add_and_delete(tmp_path, synthetic_corpus, rule_server, ray
     assert shrunk["entities"] == only_a["entities"]
     assert shrunk["triples"] == only_a["triples"]
     assert shrunk["links"] == only_a["links"]
+    assert _theses(out) == only_a_theses  # the deleted documents' theses went with them
+
+
+def _theses(index_dir) -> set[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """The memory graph's theses by content: (text, episode titles, object names)."""
+    ix = KGIndex(index_dir)
+    th = ix.theses
+    assert th is not None
+    return {
+        (
+            text,
+            tuple(sorted(ix.document_titles[d] for d in th.episodes[i])),
+            tuple(sorted(ix.entity_names[e] for e in th.objects[i])),
+        )
+        for i, text in enumerate(th.texts)
+    }
 
 
 def test_bad_documents_and_a_timing_out_endpoint(tmp_path, rule_server, rule_llm, ray_cluster):

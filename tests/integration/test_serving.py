@@ -236,7 +236,7 @@ def test_a_streamed_answer_sends_stages_then_tokens_then_the_plain_body(
     assert events[-1] == "answer" and "error" not in events
     assert stages[0] == "started" and {"seeds", "triples"} <= set(stages)
     if mode == "plan":
-        assert {"plan", "step_answer", "update"} <= set(stages)
+        assert {"plan", "step_answer"} <= set(stages)
     assert "".join(tokens) == "Carl Boese"
     final = json.loads(arrivals[-1][2])
     assert final["request_id"] == r.headers["x-request-id"] and final["timings"]["total"] > 0

@@ -270,8 +270,8 @@ def test_decomposition_answers_sub_questions_and_aggregates(film_kg) -> None:
         Rule("decompose", "1. When was Curtis Bernhardt born?\n2. When was Carl Boese born?"),
         Rule("plan", "1. Where was Curtis Bernhardt born?", "Curtis"),
         Rule("plan", "1. Where was Carl Boese born?", "Carl"),
-        Rule("answer", "Worms", "Curtis"),
-        Rule("answer", "Berlin", "Carl"),
+        Rule("answer", "Worms", "Question: When was Curtis"),
+        Rule("answer", "Berlin", "Question: When was Carl"),
         Rule("update", "Final answer: Worms", "Curtis"),
         Rule("update", "Final answer: Berlin", "Carl"),
         Rule("final", "Worms and Berlin"),
@@ -285,7 +285,9 @@ def test_decomposition_answers_sub_questions_and_aggregates(film_kg) -> None:
         ("When was Carl Boese born?", "Berlin"),
     ]
     assert result.answer == "Worms and Berlin" and result.calls_by_purpose["aggregate"] == 1
-    assert len(result.plans) == 2
+    # each one-step plan restated its sub-question: the sub-question itself was searched
+    assert result.plans == [["When was Curtis Bernhardt born?"], ["When was Carl Boese born?"]]
+    assert sum("the question itself is searched" in n for n in result.notes) == 2
 
 
 def test_glm_traversal_brings_documents_into_the_answer_prompt(film_kg, embedder) -> None:
