@@ -168,11 +168,15 @@
           for (const q of data.clue_queries) list.append(el("li", q));
           p.append(list);
         }
-        line(item, "Evidence", data.triples.length + " triples, " + data.documents.length + " documents", "evidence");
+        const theses = data.theses && data.theses.length ? data.theses.length + " statements, " : "";
+        line(item, "Evidence", theses + data.triples.length + " triples, " + data.documents.length + " documents", "evidence");
         break;
       }
       case "step_answer":
-        line(stepItem(data.step), "Step answer", data.answer || "(none)", "step-answer");
+        line(stepItem(data.step), "Step answer", data.answer || (data.found_nothing ? "found nothing" : "(none)"), "step-answer");
+        if (data.citations && data.citations.length) {
+          line(stepItem(data.step), "Cites", data.citations.map((c) => c.text).join(" · "), "citations");
+        }
         break;
       case "update":
         if (data.final_answer) $("updates").textContent = "The planner has its answer after step " + (data.step + 1) + ".";

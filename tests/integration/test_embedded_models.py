@@ -290,7 +290,8 @@ def test_ask_answers_end_to_end_with_the_embedded_model(gemma_index, capsys):
     index_dir, _, questions = gemma_index
     assert main(["ask", "--index", str(index_dir), "--json", questions[0]["question"]]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["answer"] and out["steps"] and out["llm_calls"] >= 3  # plan, step answer, update or final
+    # plan, step answer (a one-step plan answers with it), updates or a final answer otherwise
+    assert out["answer"] and out["steps"] and out["llm_calls"] >= 2
     assert out["prompt_tokens"] > 100 and out["calls_by_purpose"]["plan"] == 1
     assert any(c["triples"] for step in out["steps"] for c in step["clues"])  # the KG was searched
     assert isinstance(out["documents"], list)
