@@ -2,7 +2,7 @@
 
 A step's answer is *cited* by an evidence text when the answer's words occur in it, in order, as
 whole words (after :func:`~hoprag.text.normalize_entity`: case, punctuation and spacing do not
-matter) and is about one of the step's entities where it has any (see :func:`cite`). An answer no evidence states was not found but guessed (a small model answers with a
+matter) and is connected to one of the step's entities where it has any (see :func:`cite`). An answer no evidence states was not found but guessed (a small model answers with a
 name from the question, or from nowhere); the planner records such a step as having found
 nothing instead. Yes/no answers compare facts rather than quote one and are not checked this way.
 """
@@ -23,22 +23,30 @@ def states(text: str, answer: str) -> bool:
 
 def cite(answer: str, evidence: Sequence[Citation], anchors: Sequence[str] = ()) -> list[Citation]:
     """The evidence items stating ``answer`` (in evidence order). With ``anchors`` (the step's
-    entities: "Payment On Demand" for "Who directed Payment On Demand?"), only those *about* what
-    the step asks: naming an anchor, or joining an entity that an item naming an anchor joins
-    ("Curtis Bernhardt | born in | Worms" makes "Worms | city in | Germany" cite "Germany" for
-    "What country is Curtis Bernhardt from?"; "Country Roads | certified by | RIAA" cites nothing
-    for a step about "Country Man")."""
+    entities: "Payment On Demand" for "Who directed Payment On Demand?"), only those *connected* to
+    what the step asks: an item naming an anchor, or sharing an entity (other than the answer) with
+    an item already connected, and so on. A step may ask several hops at once, so "Curtis Bernhardt |
+    born in | Worms" then "Worms | city in | Germany" cite "Germany" for "What country is the
+    director of Payment On Demand from?"; "Country Roads | certified by | RIAA", joined to nothing the
+    step reached, cites nothing for a step about "Country Man"."""
     stating = [c for c in evidence if states(c.text, answer)]
     names = [a for a in anchors if normalize_entity(a)]
     if not names:
         return stating
-    anchored = [c for c in evidence if any(states(c.text, a) for a in names)]
-    # the entities one hop from an anchor, other than the answer itself
     found = normalize_entity(answer)
-    bridge = {normalize_entity(n) for c in anchored for n in c.names} - {found}
-    return [
-        c for c in stating if c in anchored or bridge & ({normalize_entity(n) for n in c.names} - {found})
-    ]
+    joins = [{normalize_entity(n) for n in c.names} - {found} for c in evidence]
+    connected = [any(states(c.text, a) for a in names) for c in evidence]
+    reached = {normalize_entity(a) for a in names}.union(
+        *(j for j, ok in zip(joins, connected, strict=True) if ok)
+    )
+    grew = True
+    while grew:
+        grew = False
+        for i, join in enumerate(joins):
+            if not connected[i] and join & reached:
+                connected[i] = grew = True
+                reached |= join
+    return [c for c, ok in zip(evidence, connected, strict=True) if ok and states(c.text, answer)]
 
 
 def supported(answer: str, texts: Iterable[str]) -> bool:

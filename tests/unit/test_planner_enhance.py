@@ -60,6 +60,7 @@ def test_an_answer_is_cited_by_the_evidence_that_states_it_about_the_step_subjec
         ),
         Citation("triple", 2, "Worms | city in | Germany", ["worms", "germany"]),
         Citation("triple", 3, "Berlin | city in | Germany", ["berlin", "germany"]),
+        Citation("triple", 4, "Ostarizumab | treats | Kellan fever", ["ostarizumab", "kellan fever"]),
     ]
     assert [c.id for c in cite("Curtis Bernhardt", evidence, ["Payment On Demand"])] == [0]
     assert [c.kind for c in cite("curtis  bernhardt.", evidence)] == ["triple", "triple", "thesis"]
@@ -74,7 +75,11 @@ def test_an_answer_is_cited_by_the_evidence_that_states_it_about_the_step_subjec
         ("triple", 1),
         ("thesis", 0),
     ]
-    assert cite("Berlin", evidence, ["Curtis Bernhardt"]) == []
+    # connected through Worms and Germany (a step may ask several hops at once)
+    assert [c.id for c in cite("Berlin", evidence, ["Curtis Bernhardt"])] == [3]
+    # joined to nothing the step reached: not a citation
+    assert cite("Kellan fever", evidence, ["Curtis Bernhardt"]) == []
+    assert [c.id for c in cite("Kellan fever", evidence)] == [4]  # no anchors: any stating item
     assert states("Born in Worms, Germany.", "germany") and not states("German film", "Germany")
     assert supported("Worms", ["x", "born in Worms"]) and not supported("", ["anything"])
 
