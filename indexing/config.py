@@ -69,8 +69,8 @@ class MemoryGraphConfig(StrictModel):
         default=0.95,
         gt=0,
         le=1,
-        description="Statements whose vectors are at least this cosine-similar are one thesis (dedup by "
-        "meaning; 1.0 only merges identical texts), stated by all their passages.",
+        description="Statements naming the same entities whose vectors are at least this cosine-similar are "
+        "one thesis (dedup by meaning; 1.0 only merges identical texts), stated by all their passages.",
     )
     min_chars: int = Field(default=16, ge=1, description="Shorter sentences are not theses.")
     max_chars: int = Field(

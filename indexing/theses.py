@@ -9,8 +9,8 @@ sentence that does not name its title is stored as ``"Title: sentence"`` so that
 own in a prompt. No LLM call: the extraction output and the passage already carry it.
 
 Statements with the same meaning are one thesis (PAI-2's stated limitation is exact-string
-dedup): their vectors at cosine ≥ ``dedup_threshold`` are merged, and the thesis keeps every
-passage that states it and every entity any of them mentions.
+dedup): statements naming the same entities whose vectors are at cosine ≥ ``dedup_threshold`` are
+merged, and the thesis keeps every passage that states it.
 """
 
 from __future__ import annotations
@@ -100,10 +100,16 @@ def statement_candidates(
     return texts, docs, entities
 
 
-def merge_by_meaning(vectors: np.ndarray, threshold: float) -> np.ndarray:
+def merge_by_meaning(
+    vectors: np.ndarray, threshold: float, objects: Sequence[Sequence[int]] | None = None
+) -> np.ndarray:
     """For each statement, the id of the statement it is merged into (the lowest id among those
-    connected by cosine ≥ ``threshold``; itself when none)."""
+    connected by cosine ≥ ``threshold`` and, with ``objects``, naming the same entities; itself
+    when none). Templated sentences about different things ("The protein A was first
+    characterized in 1990." / "The protein B ...") embed close together; the same statement names
+    the same entities."""
     n = len(vectors)
+    keys = [frozenset(o) for o in objects] if objects is not None else None
     parent = np.arange(n)
     if n < 2:
         return parent
@@ -118,6 +124,8 @@ def merge_by_meaning(vectors: np.ndarray, threshold: float) -> np.ndarray:
     rows = np.repeat(np.arange(n), idx.shape[1]).reshape(idx.shape)
     close = (sims >= threshold) & (idx != rows)
     for a, b in zip(rows[close].tolist(), idx[close].tolist(), strict=True):
+        if keys is not None and keys[a] != keys[b]:
+            continue
         ra, rb = root(a), root(b)
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
@@ -146,7 +154,7 @@ def build_theses(
             vectors[i] = previous_vectors[t]
     if missing:
         vectors[missing] = embedder.encode([texts[i] for i in missing])
-    into = merge_by_meaning(vectors, config.dedup_threshold)
+    into = merge_by_meaning(vectors, config.dedup_threshold, entities)
     keep = np.flatnonzero(into == np.arange(len(texts)))
     position = {int(k): j for j, k in enumerate(keep.tolist())}
     merged_docs: list[set[int]] = [set() for _ in keep]

@@ -221,7 +221,9 @@ def test_incremental_add_and_delete(tmp_path, synthetic_corpus, rule_server, ray
     assert added["triples"] == reference["triples"]
     assert added["links"] == reference["links"]
     # the memory graph follows: the added documents' theses, with their episodes
-    assert _theses(out) == _theses(reference_index) and _theses(out) > only_a_theses
+    # (a statement of an added document may merge into an earlier one: compare texts, not episodes)
+    assert _theses(out) == _theses(reference_index)
+    assert {t[0] for t in _theses(out)} > {t[0] for t in only_a_theses}
     # re-adding the same documents changes nothing
     build_index(out, cfg, corpus=read_corpus(part_b), add=True)
     assert kg_content(out)["triples"] == reference["triples"]

@@ -96,6 +96,17 @@ def test_merge_by_meaning_joins_chains_into_the_lowest_id():
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     assert merge_by_meaning(v, 0.99).tolist() == [0, 0, 2, 0]
     assert merge_by_meaning(v, 1.0 + 1e-6).tolist() == [0, 1, 2, 3]
+    # close vectors naming different entities are different statements
+    assert merge_by_meaning(v, 0.99, [[1], [1], [2], [3]]).tolist() == [0, 0, 2, 3]
+
+
+def test_templated_statements_about_different_things_stay_apart(embedder):
+    docs = [
+        Document("Dropomin", "The protein Dropomin was first characterized in 1990."),
+        Document("Zylocin", "The protein Zylocin was first characterized in 1990."),
+    ]
+    triples = [[("Dropomin", "characterized in", "1990")], [("Zylocin", "characterized in", "1990")]]
+    assert len(_build(embedder, docs, triples).theses) == 2
 
 
 def test_theses_are_stored_read_back_and_counted(embedder, tmp_path):
