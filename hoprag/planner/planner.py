@@ -233,16 +233,19 @@ class Planner:
                         for i, (a, b) in enumerate(zip(remaining, filled.steps, strict=True))
                         if a != b
                     )
-                    plan = plan[:done] + filled.steps
-                    plans.append(list(plan))
+                    if filled.steps != list(remaining):  # else the placeholders wait for later steps
+                        plan = plan[:done] + filled.steps
+                        plans.append(list(plan))
+                        if events is not None:
+                            events.stage(
+                                "update", step=step.index, final_answer=None, plan=list(filled.steps)
+                            )
                     if filled.not_found:
                         step.degraded.append(
                             "enhance: found nothing for "
                             + ", ".join(f"[{p}]" for p in filled.not_found)
                             + "; later steps search for the description"
                         )
-                    if events is not None:
-                        events.stage("update", step=step.index, final_answer=None, plan=list(filled.steps))
                     continue
             if (
                 not remaining
