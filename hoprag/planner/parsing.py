@@ -179,11 +179,18 @@ def parse_completions(
 
 
 def drop_copies(prompt: Prompt, value: T | None) -> T | None:
-    """``None`` for an answer, or the steps minus those, copied from the prompt's examples."""
+    """``None`` for an answer, or the steps minus those, copied from the prompt's examples (a step
+    that names what only the examples name counts as copied)."""
     if isinstance(value, str):
         return None if P.copied_from_examples(prompt, value) else value
     if isinstance(value, list):
-        kept = [s for s in value if not (isinstance(s, str) and P.copied_from_examples(prompt, s))]
+        kept = [
+            s
+            for s in value
+            if not (
+                isinstance(s, str) and (P.copied_from_examples(prompt, s) or P.names_example_only(prompt, s))
+            )
+        ]
         return kept or None  # type: ignore[return-value]
     if isinstance(value, PlanUpdate):
         if value.final_answer is not None:

@@ -380,6 +380,24 @@ def copied_from_examples(prompt: Prompt, text: str) -> bool:
     return not any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", instance) for n in names)
 
 
+def names_example_only(prompt: Prompt, text: str) -> bool:
+    """Whether ``text`` (a plan step) names something only the prompt's worked examples name: a
+    capitalized word of it occurs in the examples and not in the instance ("Who is the wife of the
+    director of Payment On Demand?" planned for a question about a football club)."""
+    flat = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
+    if _INSTANCE_MARKER in flat:
+        examples, instance = flat.rsplit(_INSTANCE_MARKER, 1)
+    else:
+        examples, _, instance = flat.rpartition("\n\n")
+    words = {w.lower() for w in _NAME_WORD.findall(text)} - _QUESTION_WORDS
+    pattern = r"(?<!\w){}(?!\w)"
+    return any(
+        re.search(pattern.format(re.escape(w)), examples.lower())
+        and not re.search(pattern.format(re.escape(w)), instance.lower())
+        for w in words
+    )
+
+
 _NAME_WORD = re.compile(r"\b[A-Z0-9][\w'-]*")
 # capitalized words of a question that name nothing
 _QUESTION_WORDS = QUESTION_WORDS | AUXILIARY_VERBS | {"the", "a", "an", "in", "of"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hoprag.planner import NOT_ENOUGH_INFO, Planner, PlannerConfig, PlannerInputError
+from hoprag.planner import prompts as P
 from tests.support.planner_llm import Rule, ScriptedPlannerLLM
 
 QUESTION = "Do both films Payment On Demand and My Cousin From Warsaw have directors from the same country?"
@@ -328,6 +329,28 @@ def test_output_copied_from_the_prompt_examples_is_not_an_answer(film_kg) -> Non
     assert "step_answer: output copied from the prompt's examples" in step.degraded
     assert "update: output copied from the prompt's examples" in step.degraded
     assert result.answer == NOT_ENOUGH_INFO
+
+
+def test_a_plan_step_naming_what_only_the_examples_name_is_dropped(film_kg) -> None:
+    # Not a verbatim copy ("wife", not "spouse"), but about the examples' film, not the question.
+    rules = [
+        Rule(
+            "plan",
+            "1. Which drug treats Kellan fever?\n2. Who is the wife of the director of Payment On Demand?",
+        ),
+        Rule("answer", "Ostarizumab"),
+    ]
+    llm = ScriptedPlannerLLM(rules)
+    result = Planner(film_kg, llm, PlannerConfig(traversals=["beam", "naive"])).answer(
+        "Which drug treats Kellan fever?"
+    )
+    assert result.plans[0] == ["Which drug treats Kellan fever?"]
+    assert result.answer == "Ostarizumab"
+    # the same step is kept where the question names that film
+    assert not P.names_example_only(
+        "Example: Payment On Demand\n\nQuestion: Who directed Payment On Demand?",
+        "Who is the wife of the director of Payment On Demand?",
+    )
 
 
 def test_denoise_and_enhance_rewrite_the_question_first(film_kg) -> None:
