@@ -114,3 +114,18 @@ def top_k_cosine(
         idx[start : start + block] = np.take_along_axis(part, order, axis=1)
         val[start : start + block] = np.take_along_axis(part_scores, order, axis=1)
     return idx, val
+
+
+def embed_with_reuse(
+    names: list[str], previous: dict[str, np.ndarray], embedder: Embedder
+) -> tuple[np.ndarray, list[int]]:
+    """Vectors for ``names``, embedding only those not in ``previous`` (an incremental index build's
+    vectors of the previous snapshot, by text); returns (matrix, positions embedded now)."""
+    missing = [i for i, n in enumerate(names) if n not in previous]
+    matrix = np.zeros((len(names), embedder.dim), dtype=np.float32)
+    reused = [i for i, n in enumerate(names) if n in previous]
+    if reused:
+        matrix[reused] = np.stack([previous[names[i]] for i in reused])
+    if missing:
+        matrix[missing] = embedder.encode([names[i] for i in missing])
+    return matrix, missing

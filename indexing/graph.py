@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from hoprag.embedding import Embedder, top_k_cosine
+from hoprag.embedding import Embedder, embed_with_reuse, top_k_cosine
 from hoprag.kg.tables import (
     EQUIVALENT,
     KIND_EQUIVALENT,
@@ -52,20 +52,6 @@ class PreviousState:
     document_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     thesis_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     equivalent_pairs: set[tuple[str, str]] = field(default_factory=set)
-
-
-def _embed_with_reuse(
-    names: list[str], previous: dict[str, np.ndarray], embedder: Embedder
-) -> tuple[np.ndarray, list[int]]:
-    """Vectors for ``names``, embedding only those not in ``previous``; returns (matrix, new positions)."""
-    missing = [i for i, n in enumerate(names) if n not in previous]
-    matrix = np.zeros((len(names), embedder.dim), dtype=np.float32)
-    reused = [i for i, n in enumerate(names) if n in previous]
-    if reused:
-        matrix[reused] = np.stack([previous[names[i]] for i in reused])
-    if missing:
-        matrix[missing] = embedder.encode([names[i] for i in missing])
-    return matrix, missing
 
 
 def synonym_pairs(
@@ -212,8 +198,8 @@ def build_tables(
         unattributed_triples,
     )
     entity_index = {n: i for i, n in enumerate(g.entity_names)}
-    entity_vectors, new_entities = _embed_with_reuse(g.entity_names, previous.entity_vectors, embedder)
-    relation_vectors, _ = _embed_with_reuse(g.relation_names, previous.relation_vectors, embedder)
+    entity_vectors, new_entities = embed_with_reuse(g.entity_names, previous.entity_vectors, embedder)
+    relation_vectors, _ = embed_with_reuse(g.relation_names, previous.relation_vectors, embedder)
 
     pairs = synonym_pairs(entity_vectors, new_entities, synonyms)
     for a, b in previous.equivalent_pairs:  # carried over: both ends still exist
@@ -233,9 +219,9 @@ def build_tables(
     # Stored in the snapshot so that no reader (planner, serving replica, dense retriever) embeds
     # them again; an incremental build embeds only the texts the previous snapshot did not have.
     texts = triple_texts(g.entity_names, g.entity_surface, g.relation_names, all_head, all_rel, all_tail)
-    triple_vectors, _ = _embed_with_reuse(texts, previous.triple_vectors, embedder)
+    triple_vectors, _ = embed_with_reuse(texts, previous.triple_vectors, embedder)
     passages = [document_passage(d.title, d.text) for d in documents]
-    document_vectors, _ = _embed_with_reuse(passages, previous.document_vectors, embedder)
+    document_vectors, _ = embed_with_reuse(passages, previous.document_vectors, embedder)
 
     memory_started = time.perf_counter()
     theses = (

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hoprag.embedding import Embedder, top_k_cosine
+from hoprag.embedding import Embedder, embed_with_reuse, top_k_cosine
 from hoprag.kg.tables import Theses
 from hoprag.text import normalize_entity
 from indexing.config import MemoryGraphConfig
@@ -146,14 +146,7 @@ def build_theses(
     texts, docs, entities = statement_candidates(
         documents, doc_entity_doc, doc_entity_entity, entity_names, config
     )
-    previous_vectors = previous_vectors or {}
-    vectors = np.zeros((len(texts), embedder.dim), dtype=np.float32)
-    missing = [i for i, t in enumerate(texts) if t not in previous_vectors]
-    for i, t in enumerate(texts):
-        if t in previous_vectors:
-            vectors[i] = previous_vectors[t]
-    if missing:
-        vectors[missing] = embedder.encode([texts[i] for i in missing])
+    vectors, missing = embed_with_reuse(texts, previous_vectors or {}, embedder)
     into = merge_by_meaning(vectors, config.dedup_threshold, entities)
     keep = np.flatnonzero(into == np.arange(len(texts)))
     position = {int(k): j for j, k in enumerate(keep.tolist())}

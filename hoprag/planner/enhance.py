@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hoprag.planner.answer_type import AUXILIARY_VERBS, QUESTION_WORDS
+from hoprag.planner.prompts import PLACEHOLDER
 from hoprag.text import normalize_entity
 
-PLACEHOLDER = re.compile(r"\[([^\]]+)\]")
 _STEP_NUMBER = re.compile(r"^(?:(?:answer|result|step)\s*(?:of|to|from)?\s*(?:step\s*)?)?#?(\d+)$")
 _FUNCTION_WORDS = (
     QUESTION_WORDS
@@ -85,7 +85,7 @@ def fill_placeholders(remaining: Sequence[str], found: Sequence[tuple[str, str]]
     out = Filled(steps=[])
     for position, step in enumerate(remaining):
         earlier = [q for q, _ in found] + list(remaining[:position])
-        out.steps.append(PLACEHOLDER.sub(lambda m, e=earlier: _fill(m.group(1), e, found, out), step))
+        out.steps.append(PLACEHOLDER.sub(lambda m, e=earlier: _fill(m.group(0)[1:-1], e, found, out), step))
     return out
 
 

@@ -98,7 +98,7 @@ class StepEvidence:
             for t in triples
         ]
         out += [
-            Citation("document", d, text, [normalize_entity(text.split(": ", 1)[0])])
+            Citation("document", d, text, [normalize_entity(index.document_titles[d])])
             for d, text in self.documents(clues)
         ]
         return out

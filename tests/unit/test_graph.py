@@ -13,6 +13,7 @@ from hoprag.kg.tables import KIND_EQUIVALENT
 from indexing.config import SynonymConfig
 from indexing.corpus import Document
 from indexing.graph import PreviousState, build_tables, synonym_pairs
+from tests.support.counting_embedder import CountingEmbedder
 
 DOCS = [
     Document("Mira Castell", "Mira Castell was born in Dornwick. Mira Castell starred in The Ember Road."),
@@ -149,17 +150,7 @@ def test_incremental_build_reuses_triple_and_document_vectors(embedder, tmp_path
     prev = _previous_state(KGIndex(tmp_path), IndexConfig())
     assert prev is not None and len(prev.triple_vectors) == first.num_triples
 
-    class Counting:
-        model_id, dim = embedder.model_id, embedder.dim
-
-        def __init__(self) -> None:
-            self.seen: list[str] = []
-
-        def encode(self, texts):
-            self.seen.extend(texts)
-            return embedder.encode(texts)
-
-    counting = Counting()
+    counting = CountingEmbedder(embedder)
     second = build_tables(DOCS, TRIPLES, [[] for _ in DOCS], counting, SynonymConfig(), prev)
     texts = triple_texts(
         second.entity_names,

@@ -13,6 +13,7 @@ from indexing.corpus import Document
 from indexing.graph import build_tables
 from indexing.pipeline import _previous_state
 from indexing.theses import merge_by_meaning, split_statements
+from tests.support.counting_embedder import CountingEmbedder
 
 DOCS = [
     Document(
@@ -147,17 +148,7 @@ def test_adding_and_deleting_a_document_adds_and_removes_its_theses(embedder, tm
     previous = _previous_state(KGIndex(tmp_path), config)
     assert previous is not None and len(previous.thesis_vectors) == 3
 
-    class Counting:
-        model_id, dim = embedder.model_id, embedder.dim
-
-        def __init__(self) -> None:
-            self.seen: list[str] = []
-
-        def encode(self, texts):
-            self.seen.extend(texts)
-            return embedder.encode(texts)
-
-    counting = Counting()
+    counting = CountingEmbedder(embedder)
     added = _build(counting, DOCS, TRIPLES, previous)  # --add "Carl Boese"
     assert set(_theses(added)) - set(previous.thesis_vectors) == {
         "Carl Boese directed My Cousin From Warsaw.",
