@@ -58,8 +58,30 @@ class StepsBenchConfig(StrictModel):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--benchmark", type=Path, required=True, help="a `hoprag generate` output directory")
-    parser.add_argument("--split", default="test", help="question file raw/SPLIT.json (default: test)")
+    parser.add_argument(
+        "--benchmark",
+        type=Path,
+        required=True,
+        help="a `hoprag generate` output directory, or a published benchmark file whose questions state "
+        "their chain (MuSiQue, 2WikiMultihopQA: indexing/formats/plans.py)",
+    )
+    parser.add_argument(
+        "--split",
+        default="test",
+        help="question file raw/SPLIT.json, or the split of a published file (default: test)",
+    )
+    parser.add_argument(
+        "--format",
+        default="auto",
+        help="a published file's format, as `hoprag index --format` (default: auto)",
+    )
+    parser.add_argument(
+        "--train-fraction",
+        type=float,
+        default=0.5,
+        help="a published file's train/test split by question id, as `hoprag index --train-fraction` "
+        "(default: 0.5, the split distillation and evaluation use)",
+    )
     parser.add_argument("--questions", type=int, default=60, help="the first N questions with a gold plan")
     parser.add_argument(
         "--llm-config",
@@ -83,11 +105,16 @@ def _placeholders(steps: Sequence[str]) -> list[str]:
     return [_norm(m) for step in steps for m in PLACEHOLDER.findall(step)]
 
 
-def load_questions(benchmark: Path, split: str, limit: int) -> tuple[list[dict[str, Any]], set[str]]:
+def load_questions(
+    benchmark: Path, split: str, limit: int, fmt: str = "auto", train_fraction: float = 0.5
+) -> tuple[list[dict[str, Any]], set[str]]:
     """The first ``limit`` questions of ``split`` that have a usable gold plan, and the benchmark's
-    held-out domains (none when its world.json does not say)."""
+    held-out domains (none when its world.json does not say). A published benchmark file (not a
+    ``hoprag generate`` directory): :func:`load_published_questions`."""
     from hoprag.planner.gold import gold_plan
 
+    if benchmark.is_file():
+        return load_published_questions(benchmark, split, limit, fmt, train_fraction), set()
     raw = benchmark / "raw" if (benchmark / "raw").is_dir() else benchmark
     path = raw / f"{split}.json"
     if not path.is_file():
@@ -101,6 +128,33 @@ def load_questions(benchmark: Path, split: str, limit: int) -> tuple[list[dict[s
     world = raw / "world.json"
     config = json.loads(world.read_text(encoding="utf-8")).get("config", {}) if world.is_file() else {}
     return questions, set(config.get("held_out_domains") or [])
+
+
+def load_published_questions(
+    path: Path, split: str, limit: int, fmt: str, train_fraction: float
+) -> list[dict[str, Any]]:
+    """The first ``limit`` questions of a published benchmark file's ``split`` (split by id hash as
+    ``hoprag index --train-fraction`` splits), each with the plan its stated chain gives
+    (:func:`indexing.formats.plans.published_plan`); those without one are left out."""
+    from hoprag.planner.gold import gold_plan
+    from indexing.formats import read_published
+    from indexing.formats.plans import published_plan
+
+    corpus = read_published(path, fmt, train_fraction)  # type: ignore[arg-type]
+    rows = corpus.questions.get(split)
+    if rows is None:
+        raise BenchInputError(f"{path}: no {split!r} split (splits: {sorted(corpus.questions)})")
+    questions = []
+    for q in rows:
+        plan = published_plan(q)
+        if plan is not None and gold_plan({"plan": plan}) is not None:
+            questions.append({**q, "plan": plan, "hops": (q.get("metadata") or {}).get("hops", len(plan))})
+    if not questions:
+        raise BenchInputError(
+            f"{path}: no {split} question states its chain (MuSiQue decompositions and 2Wiki evidences do; "
+            "HotpotQA does not)"
+        )
+    return questions[:limit]
 
 
 def score_system(
@@ -196,7 +250,9 @@ def run_steps_benchmark(args: argparse.Namespace) -> int:
     if added:  # beside the default systems
         base["systems"] = {**StepsBenchConfig().model_dump(mode="json")["systems"], **added}
     config = load_config(StepsBenchConfig, args.config, args.overrides, base=base or None)
-    questions, held_out = load_questions(args.benchmark, args.split, args.questions)
+    questions, held_out = load_questions(
+        args.benchmark, args.split, args.questions, args.format, args.train_fraction
+    )
     results: dict[str, Any] = {}
     for name, llm_config in config.systems.items():
         llm = build_llm(llm_config)

@@ -37,7 +37,7 @@ from typing import Any
 
 from distillation.config import DistillConfig, GoldSource
 from distillation.examples import StudentExample, openie_example, teacher_passages
-from hoprag.llm.base import TASK_ANSWER, TASK_OPENIE
+from hoprag.llm.base import TASK_ANSWER, TASK_OPENIE, TASK_PLAN, TASK_UPDATE
 from hoprag.text import content_hash, normalize_entity
 from indexing.corpus import Document
 from indexing.extract import ExtractionRecord, extraction_key
@@ -102,6 +102,8 @@ class GoldReport:
     teacher_triples_kept: int = 0
     teacher_triples_dropped: int = 0  # relation not stated in the paragraph
     teacher_failed: int = 0
+    plans: int = 0  # training questions whose published chain taught the plan / update tasks
+    plans_skipped: int = 0  # training questions that state no chain (HotpotQA) or a malformed one
     relations: Counter[str] = field(default_factory=Counter)
 
     def to_dict(self) -> dict[str, Any]:
@@ -230,8 +232,10 @@ def _names_either(fact: Triple, text: str) -> bool:
 
 def gold_examples(config: DistillConfig, run_dir: Path) -> tuple[list[StudentExample], GoldReport]:
     """The real-prose examples of ``config.gold``: one
-    ``openie`` example per passage of a training paragraph with the corrected triples, and, with
-    ``gold.answer`` and the ``answer`` task, one answer example per training question."""
+    ``openie`` example per passage of a training paragraph with the corrected triples; with
+    ``gold.answer`` and the ``answer`` task, one answer example per training question; with the
+    ``plan`` / ``update`` tasks, those of every training question whose benchmark states its chain
+    (:func:`gold_plan_examples`). The teacher extracts only when ``openie`` or ``answer`` needs it."""
     from distillation.teacher import TeacherReport, answer_examples
     from hoprag.llm.factory import expected_model_id
     from indexing.cache import ExtractionCache
@@ -244,6 +248,10 @@ def gold_examples(config: DistillConfig, run_dir: Path) -> tuple[list[StudentExa
     if not settings.sources:
         return [], report
     paragraphs = gold_paragraphs(settings.sources, report)
+    planned = gold_plan_examples(paragraphs.questions, config, report)
+    teaches_answer = settings.answer and TASK_ANSWER in config.tasks
+    if TASK_OPENIE not in config.tasks and not teaches_answer:
+        return planned, report
     extraction = config.extraction.model_copy(update={"mode": "one_step"})
     model_id = expected_model_id(settings.teacher)
     passages = teacher_passages([d.text for d in paragraphs.documents], extraction)
@@ -281,8 +289,27 @@ def gold_examples(config: DistillConfig, run_dir: Path) -> tuple[list[StudentExa
         example = openie_example(key, passage, fixed, extraction.max_new_tokens)
         if example is not None and TASK_OPENIE in config.tasks:
             examples.append(example)
-    if settings.answer and TASK_ANSWER in config.tasks:
+    if teaches_answer:
         teacher_report = TeacherReport()
         context = list({d.title: d for d in [*paragraphs.documents, *paragraphs.distractor_pool]}.values())
         examples += answer_examples(context, paragraphs.questions, corrected, config, teacher_report)
-    return examples, report
+    return examples + planned, report
+
+
+def gold_plan_examples(
+    questions: Sequence[dict[str, Any]], config: DistillConfig, report: GoldReport
+) -> list[StudentExample]:
+    """``plan`` / ``update`` examples of the training questions whose benchmark states their chain
+    (MuSiQue's decomposition, 2Wiki's evidences: :func:`indexing.formats.plans.published_plan`);
+    none unless those tasks are asked for."""
+    from distillation.teacher import TeacherReport, plan_examples
+    from indexing.formats.plans import published_plan
+
+    if TASK_PLAN not in config.tasks and TASK_UPDATE not in config.tasks:
+        return []
+    planned = [{**q, "plan": plan} for q in questions if (plan := published_plan(q)) is not None]
+    teacher_report = TeacherReport()
+    examples = plan_examples(planned, config, teacher_report, required=False)
+    report.plans = teacher_report.plans
+    report.plans_skipped = len(questions) - teacher_report.plans
+    return examples

@@ -124,12 +124,13 @@ def teacher_examples(
 
 
 def plan_examples(
-    questions: list[dict[str, Any]], config: DistillConfig, report: TeacherReport
+    questions: list[dict[str, Any]], config: DistillConfig, report: TeacherReport, required: bool = True
 ) -> list[StudentExample]:
     """The planner's ``plan`` and ``update`` examples of every question with a gold plan (a question
-    record's ``plan``: ``hoprag generate`` writes one, from the question's reasoning chain) and a gold
-    answer. The teacher LLM is not asked: the gold chain is the teacher's output here, as the gold
-    answer is for the ``answer`` task."""
+    record's ``plan``: ``hoprag generate`` writes one, from the question's reasoning chain; a
+    published benchmark's, :func:`indexing.formats.plans.published_plan`) and a gold answer. The
+    teacher LLM is not asked: the gold chain is the teacher's output here, as the gold answer is for
+    the ``answer`` task. ``required``: no question with a plan is an error."""
     examples: list[StudentExample] = []
     seen: set[str] = set()
     for q in questions:
@@ -152,7 +153,7 @@ def plan_examples(
             needed = [k for k, step in enumerate(plan) if step.ref is not None]
             unknown = rng.choice(needed) if needed and rng.random() < config.update.unknown_fraction else None
             examples += update_examples(update_key, text, answer, plan, unknown)
-    if report.plans == 0:
+    if report.plans == 0 and required:
         raise ValueError(
             f"tasks {[t for t in config.tasks if t in (TASK_PLAN, TASK_UPDATE)]} need questions with a gold "
             f"search plan (a `plan` list of {{step, answer, ref}} in the question records, as `hoprag "

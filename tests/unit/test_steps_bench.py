@@ -110,3 +110,20 @@ def test_a_benchmark_without_gold_plans_is_a_clear_error(tmp_path, benchmark) ->
     (raw / "test.json").write_text(json.dumps(old))
     with pytest.raises(BenchInputError, match="no question has a gold plan"):
         load_questions(tmp_path, "test", 5)
+
+
+def test_a_published_files_test_questions_are_scored_against_the_plans_their_chains_give() -> None:
+    """MuSiQue's test split (by id hash, as `hoprag index --train-fraction 0.5`) with the plans of
+    its decompositions; a model taught them agrees everywhere, HotpotQA (no chain) is refused."""
+    real = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "real"
+    questions, held_out = load_questions(real / "musique" / "dev-sample.jsonl", "test", 100)
+    train, _ = load_questions(real / "musique" / "dev-sample.jsonl", "train", 100)
+    assert held_out == set() and len(questions) == 52 and len(train) == 49
+    assert not {q["id"] for q in questions} & {q["id"] for q in train}
+    assert {q["hops"] for q in questions} == {2, 3, 4}
+    right = score_system(TaughtLLM(questions), questions, held_out)["summary"]["all"]
+    assert right["chain_right"] == right["update_right"] == 1.0
+    with pytest.raises(BenchInputError, match="no test question states its chain"):
+        load_questions(real / "hotpotqa" / "dev-distractor-sample.json", "test", 10)
+    with pytest.raises(BenchInputError, match="no 'dev' split"):
+        load_questions(real / "musique" / "dev-sample.jsonl", "dev", 10)

@@ -1,0 +1,235 @@
+"""Gold search plans from the published benchmarks' chains (indexing/formats/plans.py) and the
+planner examples they teach (distillation/gold.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from distillation.config import DistillConfig, GoldSource
+from distillation.gold import GoldReport, gold_examples, gold_paragraphs, gold_plan_examples
+from hoprag.planner.enhance import referenced_step
+from hoprag.planner.gold import gold_plan, update_states
+from hoprag.planner.prompts import PLACEHOLDER
+from indexing.formats import read_published
+from indexing.formats.plans import plan_from_decomposition, plan_from_evidences, published_plan
+
+REAL = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "real"
+
+
+def test_a_musique_decomposition_becomes_a_plan_whose_placeholders_the_updates_fill():
+    plan = plan_from_decomposition(
+        [
+            {"question": "Ruby Loftus Screwing a Breech Ring >> creator", "answer": "Laura Knight"},
+            {"question": "#1 >> spouse", "answer": "Harold Knight"},
+            {"question": "where was #2 born", "answer": "Nottingham"},
+        ]
+    )
+    assert plan == [
+        {
+            "step": "What is the creator of Ruby Loftus Screwing a Breech Ring?",
+            "answer": "Laura Knight",
+            "ref": "[the creator of Ruby Loftus Screwing a Breech Ring]",
+        },
+        {
+            "step": "What is the spouse of [the creator of Ruby Loftus Screwing a Breech Ring]?",
+            "answer": "Harold Knight",
+            "ref": "[the spouse of the creator of Ruby Loftus Screwing a Breech Ring]",  # flat, as generated
+        },
+        {
+            "step": "Where was [the spouse of the creator of Ruby Loftus Screwing a Breech Ring] born?",
+            "answer": "Nottingham",
+            "ref": None,
+        },
+    ]
+    steps = gold_plan({"plan": plan})
+    assert steps is not None
+    states = update_states(steps, "Nottingham")
+    assert states[0].rewritten == (
+        "What is the spouse of Laura Knight?",
+        "Where was [the spouse of the creator of Ruby Loftus Screwing a Breech Ring] born?",
+    )
+    assert states[1].rewritten == ("Where was Harold Knight born?",)
+    assert states[-1].final_answer == "Nottingham"
+
+
+def test_free_text_sub_questions_name_what_they_find_and_participle_relations_read_as_verbs():
+    plan = plan_from_decomposition(
+        [
+            {"question": "who sings moon river breakfast at tiffany's", "answer": "Audrey Hepburn"},
+            {"question": "What is #1 's nationality ?", "answer": "British"},
+        ]
+    )
+    assert plan is not None
+    assert plan[0] == {
+        "step": "Who sings moon river breakfast at tiffany's?",
+        "answer": "Audrey Hepburn",
+        "ref": "[the person who sings moon river breakfast at tiffany's]",
+    }
+    assert (
+        plan[1]["step"] == "What is [the person who sings moon river breakfast at tiffany's] 's nationality?"
+    )
+    copula = plan_from_decomposition(
+        [
+            {"question": "Who is the performer of Green?", "answer": "Steve Hillage"},
+            {"question": "#1 >> sibling", "answer": "X"},
+        ]
+    )
+    assert copula is not None and copula[0]["ref"] == "[the performer of Green]"
+    other = plan_from_decomposition(
+        [
+            {"question": "When did UN troops reach the river?", "answer": "1950"},
+            {"question": "What war was in #1?", "answer": "Korean War"},
+        ]
+    )
+    assert other is not None and other[0]["ref"] == "[the answer to when did UN troops reach the river]"
+    verb = plan_from_decomposition(
+        [
+            {"question": "KTRP >> licensed to broadcast to", "answer": "Notus"},
+            {"question": "#1 >> located in the administrative territorial entity", "answer": "Canyon County"},
+        ]
+    )
+    assert verb is not None
+    assert [s["step"] for s in verb] == [
+        "What is KTRP licensed to broadcast to?",
+        "What is [what KTRP is licensed to broadcast to] located in?",
+    ]
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        [{"question": "Green >> performer", "answer": "Steve Hillage"}],  # one step: nothing to plan
+        [{"question": "#2 >> performer", "answer": "A"}, {"question": "Green >> performer", "answer": "B"}],
+        [{"question": "Green >> performer", "answer": ""}, {"question": "#1 >> spouse", "answer": "B"}],
+        [{"question": "Green >> performer", "answer": "A"}, {"question": "#1 >> #1", "answer": "B"}],
+    ],
+)
+def test_a_decomposition_that_is_no_chain_gives_no_plan(steps):
+    assert plan_from_decomposition(steps) is None
+
+
+def test_2wiki_evidences_chain_by_name_and_a_comparison_is_two_chains():
+    plan = plan_from_evidences(
+        [
+            ["The Biggest Show on Earth", "director", "Jerome Storm"],
+            ["The Secret of the Storm Country", "director", "Charles Miller"],
+            ["Jerome Storm", "date of death", "July 10, 1958"],
+            ["Charles Miller (director)", "date of death", "November 14, 1936"],  # the label's parenthetical
+        ]
+    )
+    assert plan is not None
+    assert [(s["step"], s["ref"]) for s in plan] == [
+        ("What is the director of The Biggest Show on Earth?", "[the director of The Biggest Show on Earth]"),
+        (
+            "What is the director of The Secret of the Storm Country?",
+            "[the director of The Secret of the Storm Country]",
+        ),
+        ("What is the date of death of [the director of The Biggest Show on Earth]?", None),
+        ("What is the date of death of [the director of The Secret of the Storm Country]?", None),
+    ]
+    assert plan_from_evidences([["Niyoti", "publication date", "2016"]]) is None
+    assert plan_from_evidences([["A", "director", "B"], ["B", "spouse"]]) is None  # malformed fact
+
+
+@pytest.mark.parametrize(
+    ("path", "fmt", "with_plan"),
+    [
+        ("musique/dev-sample.jsonl", "musique", True),
+        ("2wikimultihopqa/dev-context-sample.json", "2wikimultihopqa", True),
+        ("hotpotqa/dev-distractor-sample.json", "hotpotqa", False),  # supporting sentences: no chain
+    ],
+)
+def test_every_placeholder_of_a_real_plan_names_its_step_the_way_the_planner_fills_it(path, fmt, with_plan):
+    """The planner substitutes a placeholder by the step whose words it shares
+    (:func:`hoprag.planner.enhance.referenced_step`): each placeholder of a plan read from the real
+    files must point to the step that defined it, so a taught plan is filled without an LLM call."""
+    corpus = read_published(REAL / path, fmt, 0.5)
+    questions = [q for split in corpus.questions.values() for q in split]
+    plans = [p for q in questions if (p := published_plan(q)) is not None]
+    if not with_plan:
+        assert plans == []
+        return
+    assert len(plans) == len(questions)
+    checked = 0
+    for plan in plans:
+        assert gold_plan({"plan": plan}) is not None, plan
+        defined = {s["ref"]: k for k, s in enumerate(plan) if s["ref"]}
+        for k, step in enumerate(plan):
+            for placeholder in PLACEHOLDER.findall(step["step"]):
+                assert referenced_step(placeholder, [s["step"] for s in plan[:k]]) == defined[placeholder], (
+                    plan
+                )
+                checked += 1
+    assert checked >= len(plans) // 2
+
+
+def _musique_item(qid: str, title: str, person: str) -> dict:
+    return {
+        "id": qid,
+        "question": f"Who married the director of {title}?",
+        "answer": f"Spouse of {person}",
+        "answerable": True,
+        "paragraphs": [
+            {
+                "idx": 0,
+                "title": title,
+                "paragraph_text": f"{title} was directed by {person}.",
+                "is_supporting": True,
+            },
+            {
+                "idx": 1,
+                "title": person,
+                "paragraph_text": f"{person} married Spouse of {person}.",
+                "is_supporting": True,
+            },
+        ],
+        "question_decomposition": [
+            {"id": 1, "question": f"{title} >> director", "answer": person, "paragraph_support_idx": 0},
+            {
+                "id": 2,
+                "question": "#1 >> spouse",
+                "answer": f"Spouse of {person}",
+                "paragraph_support_idx": 1,
+            },
+        ],
+    }
+
+
+def test_only_training_questions_teach_plans_and_no_teacher_runs_for_plan_tasks(tmp_path: Path):
+    path = tmp_path / "dev.jsonl"
+    path.write_text(
+        "".join(json.dumps(_musique_item(f"2hop__{i}", f"Film {i}", f"Person {i}")) + "\n" for i in range(10))
+    )
+    source = GoldSource(path=str(path), format="musique", train_fraction=0.5)
+    train = {q["question"] for q in gold_paragraphs([source], GoldReport()).questions}
+    assert 0 < len(train) < 10
+    config = DistillConfig(tasks=["plan", "update"], gold={"sources": [source.model_dump()]})
+    examples, report = gold_examples(config, tmp_path / "run")
+    assert not (tmp_path / "run" / "teacher").exists()  # plans need no extraction
+    plans = [e for e in examples if e.task == "plan"]
+    assert {
+        next(line for line in e.prompt.splitlines() if line.startswith("Question: "))[10:] for e in plans
+    } == train
+    assert report.plans == len(train) and report.plans_skipped == 0
+    assert {e.task for e in examples} == {"plan", "update"}
+    assert all(e.target.startswith("1. What is the director of Film ") for e in plans)
+    assert (
+        gold_plan_examples(gold_paragraphs([source], GoldReport()).questions, DistillConfig(), GoldReport())
+        == []
+    )
+
+
+def test_the_real_planner_recipe_validates_and_reads_the_split_evaluation_uses():
+    from hoprag.config import load_config
+
+    recipe = (
+        Path(__file__).resolve().parents[2] / "distillation" / "configs" / "planner-student-real-cpu.yaml"
+    )
+    config = load_config(DistillConfig, recipe, [])
+    assert set(config.tasks) == {"plan", "update"}
+    assert config.gold.sources and all(s.train_fraction == 0.5 for s in config.gold.sources)
+    for source in config.gold.sources:
+        assert (recipe.parents[2] / source.path).exists()
