@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from hoprag.planner.trace import Citation
+from hoprag.planner.trace import Citation, StepTrace
 from hoprag.text import normalize_entity
 
 
@@ -52,3 +52,11 @@ def cite(answer: str, evidence: Sequence[Citation], anchors: Sequence[str] = ())
 def supported(answer: str, texts: Iterable[str]) -> bool:
     """Whether any of ``texts`` states ``answer``."""
     return any(states(t, answer) for t in texts)
+
+
+def final_supported(final: str, question: str, steps: Sequence[StepTrace]) -> bool:
+    """Whether the search stands behind a final answer: a step's answer or cited evidence states
+    it, or (a choice between named things) the question or a step query does."""
+    texts = [question, *(s.query for s in steps), *(s.answer for s in steps if s.answer)]
+    texts += [c.text for s in steps for c in s.citations]
+    return supported(final, texts)

@@ -137,6 +137,12 @@ class PlannerConfig(StrictModel):
         description="A step answer that none of its evidence states is recorded as found nothing, and a final "
         "answer that no step answer or cited evidence states is not given (both noted in the trace).",
     )
+    question_fallback: bool = Field(
+        default=False,
+        description="When the plan ends without an answer and no step searched the question itself, one "
+        "more step searches it whole (retrieve mode's single-shot search inside the plan; +1–2 LLM calls); "
+        "its cited answer is the answer.",
+    )
     skip_needless_updates: bool = Field(
         default=True, description="No update call while the remaining steps have no [placeholder] to fill."
     )

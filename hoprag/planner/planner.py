@@ -34,7 +34,7 @@ from hoprag.llm.base import (
 )
 from hoprag.planner import prompts as P
 from hoprag.planner.answer_type import answer_kind, fit_answer
-from hoprag.planner.citations import supported
+from hoprag.planner.citations import final_supported
 from hoprag.planner.config import PlannerConfig
 from hoprag.planner.enhance import fill_placeholders
 from hoprag.planner.evidence import StepEvidence
@@ -49,12 +49,7 @@ from hoprag.planner.parsing import (
     parse_update,
     parse_yes_no,
 )
-from hoprag.planner.trace import (
-    Answer,
-    ClueTrace,
-    DocumentEvidence,
-    StepTrace,
-)
+from hoprag.planner.trace import Answer, ClueTrace, DocumentEvidence, StepTrace
 from hoprag.planner.traversal.base import ClueQuery, Knowledge, Traversal, merge_knowledge
 from hoprag.planner.traversal.build import build_traversals
 from hoprag.retrieval.base import Retriever
@@ -336,7 +331,19 @@ class Planner:
                 notes.append(f"stopped after max_steps={cfg.max_steps} with {len(plan) - done} steps left")
         spec = self._final_prompt(question, found, steps[first_step:])
         final = self._ask_final(spec, ledger, "final_answer", stream_to, question, notes)
-        return self._supported_final(final, question, steps[first_step:], notes)
+        final = self._supported_final(final, question, steps[first_step:], notes)
+        searched = any(normalize(s.query) == normalize(question) for s in steps[first_step:])
+        if final or not cfg.question_fallback or searched:
+            return final
+        # The plan's steps did not reach an answer: search the question whole, as retrieve mode does.
+        step = self._run_step(len(steps), question, ledger, events)
+        steps.append(step)
+        plans.append([*plan, question])
+        notes.append(
+            "question_fallback: the plan found no answer; the question itself was searched"
+            + ("" if step.answer else " and found nothing")
+        )
+        return step.answer
 
     def _supported_final(
         self, final: str, question: str, steps: Sequence[StepTrace], notes: list[str]
@@ -346,9 +353,7 @@ class Planner:
         Yes/no answers compare what the steps found and are kept."""
         if not final or not self.config.require_citations or answer_kind(question) == "yes_no":
             return final
-        texts = [question, *(s.query for s in steps), *(s.answer for s in steps if s.answer)]
-        texts += [c.text for s in steps for c in s.citations]
-        if supported(final, texts):
+        if final_supported(final, question, steps):
             return final
         notes.append(f"final_answer: {final!r} is stated by none of the steps' cited evidence; not answered")
         return ""

@@ -134,6 +134,37 @@ def test_the_last_step_of_a_chain_answers_and_a_missing_answer_is_not_guessed(fi
     assert result.not_enough_info
 
 
+def test_the_question_fallback_searches_the_question_whole_when_the_plan_finds_nothing(film_kg) -> None:
+    question = "Who is the spouse of the director of Payment On Demand?"
+    rules = [
+        # a wrong first hop: the plan's steps find nothing the final answer can stand on
+        Rule(
+            "plan",
+            "1. Who produced Payment On Demand?\n2. Who is the spouse of [producer of Payment On Demand]?",
+        ),
+        Rule("answer", "Pearl Argyle", f"Question: {question}"),
+        Rule("answer", "unknown"),
+        Rule("final", "unknown"),
+    ]
+    off = Planner(film_kg, ScriptedPlannerLLM(rules)).answer(question)
+    assert off.not_enough_info and len(off.steps) == 2
+    llm = ScriptedPlannerLLM(rules)
+    result = Planner(film_kg, llm, PlannerConfig(question_fallback=True)).answer(question)
+    assert result.answer == "Pearl Argyle" and not result.not_enough_info
+    assert [s.query for s in result.steps][-1] == question and len(result.steps) == 3
+    assert "Curtis Bernhardt | spouse | Pearl Argyle" in [c.text for c in result.steps[-1].citations]
+    assert result.plans[-1][-1] == question
+    assert any(n.startswith("question_fallback: the plan found no answer") for n in result.notes)
+    assert result.llm_calls == off.llm_calls + 1  # one step answer more
+    # a plan that searched the question itself is not searched again
+    whole = [Rule("plan", f"1. {question}"), Rule("answer", "unknown"), Rule("final", "unknown")]
+    again = Planner(film_kg, ScriptedPlannerLLM(whole), PlannerConfig(question_fallback=True)).answer(
+        question
+    )
+    assert again.not_enough_info and len(again.steps) == 1
+    assert not any(n.startswith("question_fallback") for n in again.notes)
+
+
 def test_early_stop_when_the_update_answers(film_kg) -> None:
     rules = [
         Rule("plan", "1. Who is the spouse of Curtis Bernhardt?\n2. When was [spouse] born?"),
