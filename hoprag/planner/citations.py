@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from hoprag.planner.answer_type import answer_kind
 from hoprag.planner.trace import Citation, StepTrace
 from hoprag.text import normalize_entity
 
@@ -54,9 +55,33 @@ def supported(answer: str, texts: Iterable[str]) -> bool:
     return any(states(t, answer) for t in texts)
 
 
-def final_supported(final: str, question: str, steps: Sequence[StepTrace]) -> bool:
-    """Whether the search stands behind a final answer: a step's answer or cited evidence states
-    it, or (a choice between named things) the question or a step query does."""
+def echoes(query: str, answer: str) -> bool:
+    """Whether ``answer`` is named by the open question ``query`` that it answers ("Who plays
+    Lemony Snicket in X?" → "Lemony Snicket"): a restatement, not a finding. A query offering
+    alternatives ("Which came first, A or B?") names its answer and is not checked."""
+    words = normalize_entity(query).split()
+    return answer_kind(query) == "open" and "or" not in words and states(query, answer)
+
+
+def bridge_answers(steps: Sequence[StepTrace]) -> set[str]:
+    """The (normalized) answers of steps that a later step's query names: the intermediate entities
+    a chain passed through ("Curtis Bernhardt" once "What country is Curtis Bernhardt from?" ran)."""
+    return {
+        normalize_entity(s.answer)
+        for i, s in enumerate(steps)
+        if s.answer and any(states(later.query, s.answer) for later in steps[i + 1 :])
+    }
+
+
+def final_supported(final: str, question: str, steps: Sequence[StepTrace]) -> str | None:
+    """Why the search does not stand behind a final answer, or ``None`` when it does: a step's
+    answer or cited evidence states it, or (a choice between named things) the question or a step
+    query does; and it is not an intermediate entity of the chain (:func:`bridge_answers`) that the
+    question does not name, which answers an earlier hop, not the question."""
     texts = [question, *(s.query for s in steps), *(s.answer for s in steps if s.answer)]
     texts += [c.text for s in steps for c in s.citations]
-    return supported(final, texts)
+    if not supported(final, texts):
+        return "is stated by none of the steps' cited evidence"
+    if normalize_entity(final) in bridge_answers(steps) and not states(question, final):
+        return "is an intermediate answer (a later step searched from it)"
+    return None

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hoprag.planner.answer_type import answer_kind
-from hoprag.planner.citations import cite
+from hoprag.planner.citations import cite, echoes
 from hoprag.planner.config import PlannerConfig
 from hoprag.planner.knowledge import KnowledgeGraphView
 from hoprag.planner.trace import (
@@ -45,6 +45,13 @@ class StepEvidence:
             return
         if answer_kind(step.query) == "yes_no":
             return  # a comparison of facts quotes none of them
+        if self.config.require_citations and echoes(step.query, step.answer):
+            step.degraded.append(
+                f"step_answer: {step.answer!r} is named by the step's own question; recorded as not found"
+            )
+            step.answer = ""
+            step.found_nothing = True
+            return
         # anchors: the KG vertices the step's entities matched (a mention matching none anchors nothing)
         anchors = [*(m for m, hits in step.matches.items() if hits), *step.seed_sources]
         step.citations = cite(step.answer, evidence, anchors)

@@ -297,7 +297,7 @@ class Planner:
                     if final and self._supported_final(final, question, steps[first_step:], step.degraded):
                         return final
                     if final:
-                        problem = "no step's evidence states it"
+                        problem = "the search does not stand behind it"
                     step.degraded.append(f"update: {problem}; the final answer is asked from the findings")
                     break
                 if update.remaining is not None and update.remaining != remaining:
@@ -348,14 +348,14 @@ class Planner:
     def _supported_final(
         self, final: str, question: str, steps: Sequence[StepTrace], notes: list[str]
     ) -> str:
-        """``final`` when the search stands behind it: a step's answer or cited evidence states it (or,
-        for a choice between named things, the question or a step does); else no answer, with a note.
-        Yes/no answers compare what the steps found and are kept."""
+        """``final`` when the search stands behind it (:func:`final_supported`), else no answer, with
+        a note. Yes/no answers compare what the steps found and are kept."""
         if not final or not self.config.require_citations or answer_kind(question) == "yes_no":
             return final
-        if final_supported(final, question, steps):
+        problem = final_supported(final, question, steps)
+        if problem is None:
             return final
-        notes.append(f"final_answer: {final!r} is stated by none of the steps' cited evidence; not answered")
+        notes.append(f"final_answer: {final!r} {problem}; not answered")
         return ""
 
     def _final_prompt(

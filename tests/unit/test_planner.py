@@ -156,6 +156,26 @@ def test_the_question_fallback_searches_the_question_whole_when_the_plan_finds_n
     assert result.plans[-1][-1] == question
     assert any(n.startswith("question_fallback: the plan found no answer") for n in result.notes)
     assert result.llm_calls == off.llm_calls + 1  # one step answer more
+    # a step answering with a name its own question holds found nothing, and a final answer that
+    # is a hop on the way (step 1's answer) is no answer: the fallback searches the question
+    echoing = [
+        Rule(
+            "plan",
+            "1. Who is the director of Payment On Demand?\n2. Who is the spouse of [director of Payment On Demand]?",
+        ),
+        Rule("answer", "Curtis Bernhardt", "Question: Who is the director of Payment On Demand?"),
+        Rule("answer", "Curtis Bernhardt", "Question: Who is the spouse of Curtis Bernhardt?"),
+        Rule("answer", "Pearl Argyle", f"Question: {question}"),
+        Rule("update", "Final answer: Curtis Bernhardt"),
+        Rule("final", "Curtis Bernhardt"),
+    ]
+    result = Planner(film_kg, ScriptedPlannerLLM(echoing), PlannerConfig(question_fallback=True)).answer(
+        question
+    )
+    assert result.steps[1].found_nothing
+    assert any("named by the step's own question" in d for d in result.steps[1].degraded)
+    assert any("is an intermediate answer" in n for s in result.steps for n in [*s.degraded, *result.notes])
+    assert result.answer == "Pearl Argyle" and [s.query for s in result.steps][-1] == question
     # a plan that searched the question itself is not searched again
     whole = [Rule("plan", f"1. {question}"), Rule("answer", "unknown"), Rule("final", "unknown")]
     again = Planner(film_kg, ScriptedPlannerLLM(whole), PlannerConfig(question_fallback=True)).answer(

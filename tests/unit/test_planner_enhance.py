@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hoprag.planner.citations import cite, states, supported
+from hoprag.planner.citations import bridge_answers, cite, echoes, final_supported, states, supported
 from hoprag.planner.enhance import fill_placeholders, referenced_step
-from hoprag.planner.trace import Citation
+from hoprag.planner.trace import Citation, StepTrace
 
 FOUND = [("Who is the director of Payment On Demand?", "Curtis Bernhardt")]
 
@@ -82,6 +82,52 @@ def test_an_answer_is_cited_by_the_evidence_that_states_it_about_the_step_subjec
     assert [c.id for c in cite("Kellan fever", evidence)] == [4]  # no anchors: any stating item
     assert states("Born in Worms, Germany.", "germany") and not states("German film", "Germany")
     assert supported("Worms", ["x", "born in Worms"]) and not supported("", ["anything"])
+
+
+def test_an_answer_its_own_open_question_names_is_an_echo_unless_the_question_offers_it() -> None:
+    assert echoes("Who plays Lemony Snicket in Batman Under the Red Hood?", "Lemony Snicket")
+    assert echoes("What is the title of The Bourne Ultimatum?", "the bourne ultimatum")
+    assert not echoes("Who plays Count Olaf in A Series of Unfortunate Events?", "Neil Patrick Harris")
+    assert not echoes("Which film came out first, Niyoti or Angali Pangali?", "Niyoti")  # offered
+    assert not echoes("Is Niyoti older than Angali Pangali?", "Niyoti")  # yes/no: not an open question
+    assert echoes("Who directed Payment On Demand?", "Payment On Demand")
+
+
+def _step(index: int, query: str, answer: str, cited: str = "") -> StepTrace:
+    step = StepTrace(index=index, query=query)
+    step.answer = answer
+    if cited:
+        step.citations = [Citation("triple", index, cited)]
+    return step
+
+
+def test_a_final_answer_must_be_stated_by_the_search_and_not_be_a_hop_on_the_way() -> None:
+    question = "Who is the spouse of the director of Payment On Demand?"
+    steps = [
+        _step(
+            0,
+            "Who is the director of Payment On Demand?",
+            "Curtis Bernhardt",
+            "Payment On Demand | directed by | Curtis Bernhardt",
+        ),
+        _step(
+            1,
+            "Who is the spouse of Curtis Bernhardt?",
+            "Pearl Argyle",
+            "Curtis Bernhardt | spouse | Pearl Argyle",
+        ),
+    ]
+    assert bridge_answers(steps) == {"curtis bernhardt"}
+    assert final_supported("Pearl Argyle", question, steps) is None
+    assert final_supported("Curtis Bernhardt", question, steps) == (
+        "is an intermediate answer (a later step searched from it)"
+    )
+    assert (
+        final_supported("Orson Welles", question, steps) == "is stated by none of the steps' cited evidence"
+    )
+    # a bridge the question itself names may be its answer (a choice between named things)
+    choice = "Who is older, Curtis Bernhardt or the director of My Cousin From Warsaw?"
+    assert final_supported("Curtis Bernhardt", choice, steps) is None
 
 
 def test_an_eval_plan_system_can_carry_its_own_planner_settings(tmp_path) -> None:
