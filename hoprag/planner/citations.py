@@ -75,11 +75,15 @@ def bridge_answers(steps: Sequence[StepTrace]) -> set[str]:
 
 def final_supported(final: str, question: str, steps: Sequence[StepTrace]) -> str | None:
     """Why the search does not stand behind a final answer, or ``None`` when it does: a step's
-    answer or cited evidence states it, or (a choice between named things) the question or a step
-    query does; and it is not an intermediate entity of the chain (:func:`bridge_answers`) that the
+    answer or cited evidence states it, or the question offers it ("A or B?"); an open question
+    does not name it (:func:`echoes`: "Who married the publisher of The North Star?" → "The North
+    Star"); and it is not an intermediate entity of the chain (:func:`bridge_answers`) that the
     question does not name, which answers an earlier hop, not the question."""
-    texts = [question, *(s.query for s in steps), *(s.answer for s in steps if s.answer)]
-    texts += [c.text for s in steps for c in s.citations]
+    if echoes(question, final):
+        return "is named by the question it answers"
+    texts = [*(s.answer for s in steps if s.answer), *(c.text for s in steps for c in s.citations)]
+    if "or" in normalize_entity(question).split():
+        texts.append(question)
     if not supported(final, texts):
         return "is stated by none of the steps' cited evidence"
     if normalize_entity(final) in bridge_answers(steps) and not states(question, final):

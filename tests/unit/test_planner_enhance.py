@@ -125,6 +125,7 @@ def test_a_final_answer_must_be_stated_by_the_search_and_not_be_a_hop_on_the_way
     assert (
         final_supported("Orson Welles", question, steps) == "is stated by none of the steps' cited evidence"
     )
+    assert final_supported("Payment On Demand", question, steps) == "is named by the question it answers"
     # a bridge the question itself names may be its answer (a choice between named things)
     choice = "Who is older, Curtis Bernhardt or the director of My Cousin From Warsaw?"
     assert final_supported("Curtis Bernhardt", choice, steps) is None
