@@ -23,7 +23,8 @@ from hoprag.text import normalize_entity
 Triple = tuple[str, str, str]
 
 _ARTICLES = ("the ", "a ", "an ")
-_WIKIDATA_HOP = re.compile(r"^\s*(?P<subject>[^#\s][^>]*?)\s*>>\s*(?P<relation>\S.*?)\s*$")
+WIKIDATA_HOP = re.compile(r"^\s*(?P<subject>[^#\s][^>]*?)\s*>>\s*(?P<relation>\S.*?)\s*$")
+"""A MuSiQue decomposition step written as a Wikidata hop, `SUBJECT >> relation` (a named subject, not `#k`)."""
 
 
 def gold_facts(question: dict[str, Any]) -> list[Triple]:
@@ -33,7 +34,7 @@ def gold_facts(question: dict[str, Any]) -> list[Triple]:
         return [(h, r, t) for h, r, t in question["evidences"]]
     facts = []
     for step in question.get("decomposition") or []:
-        hop = _WIKIDATA_HOP.match(step.get("question") or "")
+        hop = WIKIDATA_HOP.match(step.get("question") or "")
         if hop and (step.get("answer") or "").strip():
             facts.append((hop["subject"], hop["relation"], step["answer"].strip()))
     return facts

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from indexing.formats.gold import _WIKIDATA_HOP, names_match, normalize_argument
+from indexing.formats.gold import WIKIDATA_HOP, names_match, normalize_argument
 
 _STEP_REFERENCE = re.compile(r"#(\d+)")
 # Wikidata property labels that read badly in a question, as the verb phrase they mean.
@@ -72,7 +72,7 @@ def plan_from_decomposition(steps: list[dict[str, Any]]) -> list[dict[str, Any]]
             description = descriptions[int(match.group(1)) - 1]
             return f"[{description}]" if bracket else description
 
-        hop = _WIKIDATA_HOP.match(text) or _reference_hop(text)
+        hop = WIKIDATA_HOP.match(text) or _reference_hop(text)
         if hop and "#" in hop["relation"]:
             return None
         if hop:
