@@ -355,6 +355,26 @@ def decompose_prompt(question: str, style: PromptStyle, max_new_tokens: int = 96
 _INSTANCE_MARKER = "Now complete this one:"
 
 
+def _examples_and_instance(prompt: Prompt) -> tuple[str, str]:
+    """A few-shot prompt's worked examples and its instance, lowercased."""
+    flat = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
+    if _INSTANCE_MARKER in flat:
+        examples, instance = flat.rsplit(_INSTANCE_MARKER, 1)
+    else:
+        examples, _, instance = flat.rpartition("\n\n")
+    return examples.lower(), instance.lower()
+
+
+def _names(text: str) -> set[str]:
+    """The capitalized words of ``text`` that may name something, lowercased."""
+    return {w.lower() for w in _NAME_WORD.findall(text)} - _QUESTION_WORDS
+
+
+def _has_words(text: str, words: str) -> bool:
+    """Whether lowercased ``text`` contains ``words`` as whole words."""
+    return re.search(rf"(?<!\w){re.escape(words)}(?!\w)", text) is not None
+
+
 def copied_from_examples(prompt: Prompt, text: str) -> bool:
     """Whether ``text`` was copied from the prompt's worked examples rather than written about the
     instance: it occurs (as whole words) in the examples, not in the instance, and names nothing
@@ -363,39 +383,19 @@ def copied_from_examples(prompt: Prompt, text: str) -> bool:
     Small base models sometimes answer with an example's answer ("Pearl Argyle") or plan an
     example's steps; such output is not about the question and is treated as unusable.
     """
-    flat = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
-    if _INSTANCE_MARKER in flat:
-        examples, instance = flat.rsplit(_INSTANCE_MARKER, 1)
-    else:
-        examples, _, instance = flat.rpartition("\n\n")
+    examples, instance = _examples_and_instance(prompt)
     needle = text.lower().strip()
-    instance = instance.lower()
-    if (
-        not needle
-        or needle in instance
-        or not re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", examples.lower())
-    ):
+    if not needle or needle in instance or not _has_words(examples, needle):
         return False
-    names = {w.lower() for w in _NAME_WORD.findall(text)} - _QUESTION_WORDS
-    return not any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", instance) for n in names)
+    return not any(_has_words(instance, n) for n in _names(text))
 
 
 def names_example_only(prompt: Prompt, text: str) -> bool:
     """Whether ``text`` (a plan step) names something only the prompt's worked examples name: a
     capitalized word of it occurs in the examples and not in the instance ("Who is the wife of the
     director of Payment On Demand?" planned for a question about a football club)."""
-    flat = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
-    if _INSTANCE_MARKER in flat:
-        examples, instance = flat.rsplit(_INSTANCE_MARKER, 1)
-    else:
-        examples, _, instance = flat.rpartition("\n\n")
-    words = {w.lower() for w in _NAME_WORD.findall(text)} - _QUESTION_WORDS
-    pattern = r"(?<!\w){}(?!\w)"
-    return any(
-        re.search(pattern.format(re.escape(w)), examples.lower())
-        and not re.search(pattern.format(re.escape(w)), instance.lower())
-        for w in words
-    )
+    examples, instance = _examples_and_instance(prompt)
+    return any(_has_words(examples, w) and not _has_words(instance, w) for w in _names(text))
 
 
 _NAME_WORD = re.compile(r"\b[A-Z0-9][\w'-]*")
