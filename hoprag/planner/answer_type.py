@@ -65,15 +65,25 @@ _YES_NO_START = re.compile(r"\s*(yes|no|true|false)\b", re.IGNORECASE)
 _BARE_YES_NO = re.compile(r"\s*(yes|no|true|false)[\s.!]*", re.IGNORECASE)
 
 
+def _words(question: str) -> list[str]:
+    return _WORD.findall(question.lower().replace("’", "'"))
+
+
+def offers_alternatives(question: str) -> bool:
+    """Whether ``question`` names its possible answers ("Is A or B older?", "Which came first, A or
+    B?"): it has the word "or"."""
+    return "or" in _words(question)
+
+
 def answer_kind(question: str) -> AnswerKind:
     """``yes_no`` for a question opening with an auxiliary verb, unless it offers alternatives
     ("Is A or B older?" names its answer); ``open`` for one opening with a question word;
     otherwise ``any``."""
-    words = _WORD.findall(question.lower().replace("’", "'"))
+    words = _words(question)
     if not words:
         return "any"
     if words[0] in AUXILIARY_VERBS:
-        return "any" if "or" in words else "yes_no"
+        return "any" if offers_alternatives(question) else "yes_no"
     if words[0] in QUESTION_WORDS:
         return "open"
     return "any"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from hoprag.planner.answer_type import answer_kind
+from hoprag.planner.answer_type import answer_kind, offers_alternatives
 from hoprag.planner.trace import Citation, StepTrace
 from hoprag.text import normalize_entity
 
@@ -59,8 +59,7 @@ def echoes(query: str, answer: str) -> bool:
     """Whether ``answer`` is named by the open question ``query`` that it answers ("Who plays
     Lemony Snicket in X?" → "Lemony Snicket"): a restatement, not a finding. A query offering
     alternatives ("Which came first, A or B?") names its answer and is not checked."""
-    words = normalize_entity(query).split()
-    return answer_kind(query) == "open" and "or" not in words and states(query, answer)
+    return answer_kind(query) == "open" and not offers_alternatives(query) and states(query, answer)
 
 
 def bridge_answers(steps: Sequence[StepTrace]) -> set[str]:
@@ -82,7 +81,7 @@ def final_supported(final: str, question: str, steps: Sequence[StepTrace]) -> st
     if echoes(question, final):
         return "is named by the question it answers"
     texts = [*(s.answer for s in steps if s.answer), *(c.text for s in steps for c in s.citations)]
-    if "or" in normalize_entity(question).split():
+    if offers_alternatives(question):
         texts.append(question)
     if not supported(final, texts):
         return "is stated by none of the steps' cited evidence"
