@@ -39,28 +39,21 @@ class StepEvidence:
 
     def cite(self, step: StepTrace, evidence: Sequence[Citation]) -> None:
         """Record the evidence stating the step's answer; an answer none of it states was guessed,
-        and with ``require_citations`` the step is recorded as having found nothing instead."""
+        and one its own open question names restates it: with ``require_citations`` such a step is
+        recorded as having found nothing instead."""
         if not step.answer:  # "unknown" (or unusable output): the step says it found nothing
             step.found_nothing = True
             return
         if answer_kind(step.query) == "yes_no":
             return  # a comparison of facts quotes none of them
         if self.config.require_citations and echoes(step.query, step.answer):
-            step.degraded.append(
-                f"step_answer: {step.answer!r} is named by the step's own question; recorded as not found"
-            )
-            step.answer = ""
-            step.found_nothing = True
+            _found_nothing(step, "is named by the step's own question")
             return
         # anchors: the KG vertices the step's entities matched (a mention matching none anchors nothing)
         anchors = [*(m for m, hits in step.matches.items() if hits), *step.seed_sources]
         step.citations = cite(step.answer, evidence, anchors)
         if not step.citations and self.config.require_citations:
-            step.degraded.append(
-                f"step_answer: {step.answer!r} is stated by none of the step's evidence; recorded as not found"
-            )
-            step.answer = ""
-            step.found_nothing = True
+            _found_nothing(step, "is stated by none of the step's evidence")
 
     def shown(self, clues: Sequence[ClueTrace]) -> tuple[list[ThesisEvidence], list[TripleEvidence]]:
         """The theses and triples a step-answer prompt shows: the clue queries' theses (unique, at
@@ -167,3 +160,10 @@ class StepEvidence:
         return list(triples.values()), [
             DocumentEvidence(d, titles[d].as_py(), round(s, 6)) for d, s in ranked
         ]
+
+
+def _found_nothing(step: StepTrace, why: str) -> None:
+    """Record a step's answer as not found, with why in ``degraded``."""
+    step.degraded.append(f"step_answer: {step.answer!r} {why}; recorded as not found")
+    step.answer = ""
+    step.found_nothing = True
