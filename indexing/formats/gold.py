@@ -23,8 +23,9 @@ from hoprag.text import normalize_entity
 Triple = tuple[str, str, str]
 
 _ARTICLES = ("the ", "a ", "an ")
-WIKIDATA_HOP = re.compile(r"^\s*(?P<subject>[^#\s][^>]*?)\s*>>\s*(?P<relation>\S.*?)\s*$")
-"""A MuSiQue decomposition step written as a Wikidata hop, `SUBJECT >> relation` (a named subject, not `#k`)."""
+WIKIDATA_HOP = re.compile(r"^\s*(?P<subject>#\d+|[^#\s][^>]*?)\s*>>\s*(?P<relation>\S.*?)\s*$")
+"""A MuSiQue decomposition step written as a Wikidata hop, `SUBJECT >> relation`; the subject is a
+name or `#k`, a reference to step k's answer."""
 
 
 def gold_facts(question: dict[str, Any]) -> list[Triple]:
@@ -35,7 +36,7 @@ def gold_facts(question: dict[str, Any]) -> list[Triple]:
     facts = []
     for step in question.get("decomposition") or []:
         hop = WIKIDATA_HOP.match(step.get("question") or "")
-        if hop and (step.get("answer") or "").strip():
+        if hop and not hop["subject"].startswith("#") and (step.get("answer") or "").strip():
             facts.append((hop["subject"], hop["relation"], step["answer"].strip()))
     return facts
 

@@ -72,7 +72,7 @@ def plan_from_decomposition(steps: list[dict[str, Any]]) -> list[dict[str, Any]]
             description = descriptions[int(match.group(1)) - 1]
             return f"[{description}]" if bracket else description
 
-        hop = WIKIDATA_HOP.match(text) or _reference_hop(text)
+        hop = WIKIDATA_HOP.match(text)
         if hop and "#" in hop["relation"]:
             return None
         if hop:
@@ -137,11 +137,6 @@ def hop_step(relation: str, subject: str, named: str) -> tuple[str, str]:
 
 def _same_name(a: str, b: str) -> bool:
     return names_match(normalize_argument(a), normalize_argument(b), loose=True)
-
-
-def _reference_hop(text: str) -> re.Match[str] | None:
-    """``#1 >> relation`` (the Wikidata-hop pattern leaves out subjects that are references)."""
-    return re.match(r"^\s*(?P<subject>#\d+)\s*>>\s*(?P<relation>\S.*?)\s*$", text)
 
 
 def _as_question(text: str) -> str:
