@@ -125,6 +125,12 @@ class GoldCorrection(StrictModel):
         default=True,
         description="Also teach the answer prompt on the training questions (when `answer` is a task).",
     )
+    step_answers: bool = Field(
+        default=False,
+        description="Also teach the answer prompt on every step of the training questions' published "
+        "chains (MuSiQue decompositions, 2Wiki evidences; earlier answers filled in, each step shown its "
+        "own supporting paragraph): the planner's step answers (when `answer` is a task).",
+    )
 
 
 class DistillOptim(StrictModel):

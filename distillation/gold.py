@@ -104,6 +104,7 @@ class GoldReport:
     teacher_failed: int = 0
     plans: int = 0  # training questions whose published chain taught the plan / update tasks
     plans_skipped: int = 0  # training questions that state no chain (HotpotQA) or a malformed one
+    step_questions: int = 0  # steps of those chains asked as answer-prompt questions (gold.step_answers)
     relations: Counter[str] = field(default_factory=Counter)
 
     def to_dict(self) -> dict[str, Any]:
@@ -233,7 +234,8 @@ def _names_either(fact: Triple, text: str) -> bool:
 def gold_examples(config: DistillConfig, run_dir: Path) -> tuple[list[StudentExample], GoldReport]:
     """The real-prose examples of ``config.gold``: one
     ``openie`` example per passage of a training paragraph with the corrected triples; with
-    ``gold.answer`` and the ``answer`` task, one answer example per training question; with the
+    ``gold.answer`` and the ``answer`` task, one answer example per training question (with
+    ``gold.step_answers``, also one per step of its published chain: :func:`gold_step_questions`); with the
     ``plan`` / ``update`` tasks, those of every training question whose benchmark states its chain
     (:func:`gold_plan_examples`). The teacher extracts only when ``openie`` or ``answer`` needs it."""
     from distillation.teacher import TeacherReport, answer_examples
@@ -249,7 +251,8 @@ def gold_examples(config: DistillConfig, run_dir: Path) -> tuple[list[StudentExa
         return [], report
     paragraphs = gold_paragraphs(settings.sources, report)
     planned = gold_plan_examples(paragraphs.questions, config, report)
-    teaches_answer = settings.answer and TASK_ANSWER in config.tasks
+    steps = gold_step_questions(paragraphs.questions, report) if settings.step_answers else []
+    teaches_answer = (settings.answer or bool(steps)) and TASK_ANSWER in config.tasks
     if TASK_OPENIE not in config.tasks and not teaches_answer:
         return planned, report
     extraction = config.extraction.model_copy(update={"mode": "one_step"})
@@ -292,8 +295,24 @@ def gold_examples(config: DistillConfig, run_dir: Path) -> tuple[list[StudentExa
     if teaches_answer:
         teacher_report = TeacherReport()
         context = list({d.title: d for d in [*paragraphs.documents, *paragraphs.distractor_pool]}.values())
-        examples += answer_examples(context, paragraphs.questions, corrected, config, teacher_report)
+        asked = [*(paragraphs.questions if settings.answer else []), *steps]
+        examples += answer_examples(context, asked, corrected, config, teacher_report)
     return examples + planned, report
+
+
+def gold_step_questions(questions: Sequence[dict[str, Any]], report: GoldReport) -> list[dict[str, Any]]:
+    """The steps of the training questions' published chains as questions for the answer prompt
+    (:func:`indexing.formats.plans.published_steps`: earlier answers filled in, the step's own
+    supporting paragraph): what the planner's step answers are asked."""
+    from indexing.formats.plans import published_steps
+
+    out = [
+        {"id": f"{q.get('id')}#step{k}", **step}
+        for q in questions
+        for k, step in enumerate(published_steps(q) or [], start=1)
+    ]
+    report.step_questions = len(out)
+    return out
 
 
 def gold_plan_examples(

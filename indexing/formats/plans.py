@@ -53,6 +53,38 @@ def published_plan(question: dict[str, Any]) -> list[dict[str, Any]] | None:
     return None
 
 
+def published_steps(question: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The steps of a read question's gold plan (:func:`published_plan`) as questions of their own,
+    each earlier step's ``[placeholder]`` filled with that step's answer, as the planner's plan
+    enhancement fills it ("What is the spouse of [the performer of Country Man]?" → "What is the
+    spouse of Luke Bryan?"): ``[{question, answer, supporting_facts}]``, the paragraphs that state
+    the step's answer (MuSiQue: the step's supporting paragraph; 2Wiki: the supporting paragraphs
+    named like the fact's subject, else all of the question's). ``None`` without a plan."""
+    plan = published_plan(question)
+    if plan is None:
+        return None
+    supporting = [str(t) for t in question.get("supporting_facts") or []]
+    if question.get("evidences"):
+        supports = [
+            [t for t in supporting if _same_name(t, str(fact[0]))] or supporting
+            for fact in question["evidences"]
+        ]
+    else:
+        supports = [
+            [str(s["document"])] if s.get("document") else supporting for s in question["decomposition"]
+        ]
+    out: list[dict[str, Any]] = []
+    filled: list[tuple[str, str]] = []
+    for step, titles in zip(plan, supports, strict=True):
+        text = step["step"]
+        for placeholder, answer in filled:
+            text = text.replace(placeholder, answer)
+        out.append({"question": text, "answer": step["answer"], "supporting_facts": titles})
+        if step["ref"]:
+            filled.append((step["ref"], step["answer"]))
+    return out
+
+
 def plan_from_decomposition(steps: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     """MuSiQue sub-questions (``[{question, answer}]``, ``#k`` naming step *k*) as a gold plan."""
     if len(steps) < 2:

@@ -9,12 +9,23 @@ from pathlib import Path
 import pytest
 
 from distillation.config import DistillConfig, GoldSource
-from distillation.gold import GoldReport, gold_examples, gold_paragraphs, gold_plan_examples
+from distillation.gold import (
+    GoldReport,
+    gold_examples,
+    gold_paragraphs,
+    gold_plan_examples,
+    gold_step_questions,
+)
 from hoprag.planner.enhance import referenced_step
 from hoprag.planner.gold import gold_plan, update_states
 from hoprag.planner.prompts import PLACEHOLDER
 from indexing.formats import read_published
-from indexing.formats.plans import plan_from_decomposition, plan_from_evidences, published_plan
+from indexing.formats.plans import (
+    plan_from_decomposition,
+    plan_from_evidences,
+    published_plan,
+    published_steps,
+)
 
 REAL = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "real"
 
@@ -220,6 +231,80 @@ def test_only_training_questions_teach_plans_and_no_teacher_runs_for_plan_tasks(
         gold_plan_examples(gold_paragraphs([source], GoldReport()).questions, DistillConfig(), GoldReport())
         == []
     )
+
+
+def test_a_chains_steps_become_questions_with_earlier_answers_filled_in_and_their_own_paragraph(
+    tmp_path: Path,
+):
+    """The planner's step answers are taught on the chain's steps as plan enhancement rewrites
+    them: each earlier placeholder replaced by its gold answer, shown the paragraph that supports
+    that step (MuSiQue: the step's own; 2Wiki: the one named like the fact's subject)."""
+    path = tmp_path / "dev.jsonl"
+    path.write_text(json.dumps(_musique_item("2hop__1", "Film 1", "Person 1")) + "\n")
+    (question,) = read_published(path, "musique", 0.999).questions["train"]
+    assert published_steps(question) == [
+        {"question": "What is the director of Film 1?", "answer": "Person 1", "supporting_facts": ["Film 1"]},
+        {
+            "question": "What is the spouse of Person 1?",
+            "answer": "Spouse of Person 1",
+            "supporting_facts": ["Person 1"],
+        },
+    ]
+    comparison = {
+        "question": "Which film's director died first?",
+        "supporting_facts": ["Film A", "Film B", "Charles Miller (director)", "Jerome Storm"],
+        "evidences": [
+            ["Film A", "director", "Jerome Storm"],
+            ["Film B", "director", "Charles Miller"],
+            ["Jerome Storm", "date of death", "July 10, 1958"],
+            ["Charles Miller (director)", "date of death", "November 14, 1936"],
+        ],
+    }
+    steps = published_steps(comparison)
+    assert steps is not None
+    assert [(s["question"], s["supporting_facts"]) for s in steps] == [
+        ("What is the director of Film A?", ["Film A"]),
+        ("What is the director of Film B?", ["Film B"]),
+        ("What is the date of death of Jerome Storm?", ["Jerome Storm"]),
+        ("What is the date of death of Charles Miller?", ["Charles Miller (director)"]),
+    ]
+    assert published_steps({"question": "Who?", "supporting_facts": ["A"]}) is None  # no chain (HotpotQA)
+
+
+def test_step_questions_teach_the_answer_prompt_from_training_questions_only(tmp_path: Path):
+    """``gold.step_answers``: one answer example per step of each training question's chain, its
+    target the step's gold answer and its context the step's supporting paragraph; a test
+    question's steps and paragraphs never appear."""
+    from distillation.teacher import TeacherReport, answer_examples
+
+    path = tmp_path / "dev.jsonl"
+    path.write_text(
+        "".join(json.dumps(_musique_item(f"2hop__{i}", f"Film {i}", f"Person {i}")) + "\n" for i in range(10))
+    )
+    source = GoldSource(path=str(path), format="musique", train_fraction=0.5)
+    paragraphs = gold_paragraphs([source], GoldReport())
+    train = sorted(int(q["id"].split("__")[1]) for q in paragraphs.questions)
+    report = GoldReport()
+    steps = gold_step_questions(paragraphs.questions, report)
+    assert report.step_questions == len(steps) == 2 * len(train)
+    config = DistillConfig(tasks=["answer"], answer={"unknown_fraction": 0.0, "distractor_documents": 1})
+    examples = answer_examples(paragraphs.documents, steps, {}, config, TeacherReport())
+    assert {(e.prompt.rsplit("Question: ", 1)[1], e.target.strip()) for e in examples} == {
+        pair
+        for i in train
+        for pair in (
+            (f"What is the director of Film {i}?\nAnswer:", f"Person {i}"),
+            (f"What is the spouse of Person {i}?\nAnswer:", f"Spouse of Person {i}"),
+        )
+    }
+    for e in examples:  # the step's own paragraph is in its context
+        subject = (
+            e.prompt.rsplit("Question: What is the ", 1)[1].split(" of ", 1)[1].removesuffix("?\nAnswer:")
+        )
+        assert f"Document: {subject}: " in e.prompt
+    shown = "".join(e.prompt for e in examples)
+    assert not any(f"Film {i} " in shown or f"Person {i}." in shown for i in set(range(10)) - set(train))
+    assert DistillConfig().gold.step_answers is False  # opt in: existing recipes teach what they taught
 
 
 def test_the_real_planner_recipe_validates_and_reads_the_split_evaluation_uses():
