@@ -28,6 +28,7 @@ METRIC_ORDER = [
     "em",
     "f1",
     "step_recall",
+    "step_evidence_recall",
     "judge",
     "context_relevance",
     "faithfulness",
@@ -153,7 +154,7 @@ def _analysis(out: Path, meta: dict[str, Any]) -> dict[str, Any]:
 
 # "spelling": the synthetic generator's respelled topic entities (absent elsewhere, so not shown).
 BREAKDOWN_KEYS = ("hops", "type", "supporting_docs", "entity_distance", "spelling")
-BREAKDOWN_METRICS = ("recall@5", "em", "step_recall")
+BREAKDOWN_METRICS = ("recall@5", "em", "step_recall", "step_evidence_recall")
 
 
 def _breakdowns(out: Path, meta: dict[str, Any]) -> dict[str, Any]:

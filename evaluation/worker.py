@@ -48,15 +48,26 @@ def score_row(
     return metrics
 
 
-def score_steps(row: dict[str, Any], steps: list[dict[str, str]]) -> dict[str, float]:
+def score_steps(
+    row: dict[str, Any], steps: list[dict[str, str]], shown: list[str] | None = None
+) -> dict[str, float]:
     """``step_recall`` of a plan-mode answer where the question has a gold decomposition
-    (``meta.decomposition``: MuSiQue's); nothing otherwise."""
+    (``meta.decomposition``: MuSiQue's); nothing otherwise. With ``shown`` (the texts of the
+    triples, theses and passages the step-answer prompts showed), also ``step_evidence_recall``:
+    the same gold intermediate answers found in what the steps were shown. Side by side they split
+    a lost hop into "the search never reached it" and "the LLM was shown it and did not answer it"."""
     gold = (row.get("meta") or {}).get("decomposition")
     if not gold:
         return {}
     texts = [text for step in steps for text in (step["query"], step["answer"])]
     recall = step_recall(row["question"], gold, texts)
-    return {} if recall is None else {"step_recall": recall}
+    if recall is None:
+        return {}
+    out = {"step_recall": recall}
+    evidence = None if shown is None else step_recall(row["question"], gold, shown)
+    if evidence is not None:
+        out["step_evidence_recall"] = evidence
+    return out
 
 
 PIPELINE_MODES = {"rag": "retrieve", "plan": "plan", "no_context": "no_context"}
@@ -158,6 +169,7 @@ class EvalWorker:
             entities: list[str] = []
             answer: str | None = None
             context: str | None = None  # what the answering LLM was shown (judged for relevance)
+            shown: list[str] | None = None  # what the plan's step-answer prompts showed
             if self.system.kind == "retrieval":
                 titles = [d.title for d in result.result.documents]
                 entities = [name for name, _ in result.result.entities[:TOP_ENTITIES]]
@@ -183,11 +195,12 @@ class EvalWorker:
                     record["link_sources"] = list(seeds.values())
                 if self.system.pipeline == "plan":
                     record["steps"] = [{"query": s.query, "answer": s.answer} for s in result.steps]
+                    shown = self._shown(result)
             record["answer"] = answer
             record["documents"] = titles
             record["metrics"] = score_row(row, titles, entities, answer, self.ks)
             if "steps" in record:
-                record["metrics"].update(score_steps(row, record["steps"]))
+                record["metrics"].update(score_steps(row, record["steps"], shown))
             if self.analysis:
                 linked = {
                     **row,
@@ -220,6 +233,14 @@ class EvalWorker:
         invalid = [k for k, v in scores.items() if v is None]
         if invalid:
             record["invalid_judgements"] = invalid
+
+    def _shown(self, answer: Any) -> list[str] | None:
+        """The texts every step-answer prompt of a plan-mode answer showed (its triples, theses and
+        passages); ``None`` for a system that does not say (not the planner)."""
+        evidence = getattr(self.qa, "evidence", None)
+        if evidence is None:
+            return None
+        return [c.text for step in answer.steps for c in evidence.citable(step.clues)]
 
     def _context(self, answer: Any) -> str:
         """The retrieved context an answer was built from, shaped like the pipeline's answer prompt

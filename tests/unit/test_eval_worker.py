@@ -107,3 +107,27 @@ def test_a_plan_system_records_its_steps_and_scores_them_against_a_gold_decompos
     assert out[1]["steps"] and all(s["answer"] == "Curtis Bernhardt" for s in out[1]["steps"])
     assert out[1]["metrics"]["step_recall"] == 1.0  # the one intermediate answer was found by a step
     assert "step_recall" not in out[0]["metrics"]  # no gold decomposition, no step score
+    assert "step_evidence_recall" in out[1]["metrics"]  # the planner says what its steps were shown
+    assert "step_evidence_recall" not in out[0]["metrics"]
+
+
+def test_step_evidence_recall_tells_a_hop_the_llm_missed_from_one_the_search_never_reached() -> None:
+    from evaluation.worker import score_steps
+
+    gold = [
+        {"question": "Who directed Payment On Demand?", "answer": "Curtis Bernhardt"},
+        {"question": "Where was #1 born?", "answer": "Worms"},
+    ]
+    row = {"question": "Where was the director of Payment On Demand born?", "meta": {"decomposition": gold}}
+    steps = [{"query": "Who directed Payment On Demand?", "answer": "Frank Capra"}]
+    shown = ["Payment On Demand | directed by | Curtis Bernhardt", "Payment On Demand: a 1951 film."]
+    assert score_steps(row, steps, shown) == {
+        "step_recall": 0.0,
+        "step_evidence_recall": 1.0,
+    }  # shown, missed
+    assert score_steps(row, steps, shown[1:]) == {
+        "step_recall": 0.0,
+        "step_evidence_recall": 0.0,
+    }  # never reached
+    assert score_steps(row, steps) == {"step_recall": 0.0}  # a system that does not say what it showed
+    assert score_steps({"question": row["question"]}, steps, shown) == {}  # no decomposition
