@@ -140,8 +140,9 @@ def task_routes(adapters: Sequence[str | Path], setting: str = "llm.embedded.ada
     """Which of several adapters serves each task: ``{task: index into adapters}``, from each
     adapter's :func:`student_tasks`. One adapter may be any PEFT adapter ({} without student tasks:
     it then serves every prompt). Of several, each must be a distilled student that lists its tasks
-    and no two may list the same task (raises :class:`AdapterError`): a prompt of a task nobody
-    lists goes to the base model, so the routing has to be unambiguous."""
+    (raises :class:`AdapterError`), so that every prompt has one adapter to go to; a task two list
+    goes to the later one (logged): a student distilled for a task the shipped one also does, listed
+    after it (``[packaged, runs/my-answers/adapter]``), takes that task over and leaves it the rest."""
     if len(adapters) <= 1:
         return {task: 0 for adapter in adapters for task in student_tasks(adapter, setting)}
     routes: dict[str, int] = {}
@@ -155,9 +156,12 @@ def task_routes(adapters: Sequence[str | Path], setting: str = "llm.embedded.ada
             )
         for task in sorted(tasks):
             if task in routes:
-                raise AdapterError(
-                    f"{setting}: {adapters[routes[task]]} and {adapter} both serve the task "
-                    f"{task!r}; give each task one adapter"
+                logger.info(
+                    "%s: %s serves the task %r instead of %s (the later of a list takes a task over)",
+                    setting,
+                    adapter,
+                    task,
+                    adapters[routes[task]],
                 )
             routes[task] = index
     return routes

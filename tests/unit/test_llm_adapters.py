@@ -88,15 +88,17 @@ def test_student_tasks_are_known_without_loading_the_model(tmp_path) -> None:
     assert uses_student_prompt(LazyLLM(LLMBackendConfig()), "ner")  # the default: the shipped student
 
 
-def test_several_students_each_serve_their_own_tasks_and_no_task_has_two(tmp_path) -> None:
+def test_several_students_each_serve_their_own_tasks_and_a_task_two_list_goes_to_the_later(tmp_path) -> None:
     from hoprag.llm.adapters import task_routes
 
     extraction = _adapter(tmp_path / "extraction", tasks=["openie", "ner", "answer"])
     planner = _adapter(tmp_path / "planner", tasks=["plan", "update"], weights=b"w2")
     assert task_routes([extraction, planner]) == {"openie": 0, "ner": 0, "answer": 0, "plan": 1, "update": 1}
     assert task_routes([_adapter(tmp_path / "plain")]) == {}  # one adapter without tasks serves all
-    with pytest.raises(AdapterError, match="both serve the task 'answer'"):
-        task_routes([extraction, _adapter(tmp_path / "answerer", tasks=["answer", "plan"])])
+    answerer = _adapter(tmp_path / "answerer", tasks=["answer", "plan"])
+    # a task two students list goes to the later: a new answer student over the shipped one
+    assert task_routes([extraction, answerer]) == {"openie": 0, "ner": 0, "answer": 1, "plan": 1}
+    assert task_routes([answerer, extraction]) == {"openie": 1, "ner": 1, "answer": 1, "plan": 0}
     with pytest.raises(AdapterError, match="lists no tasks"):
         task_routes([extraction, _adapter(tmp_path / "plain")])
 
