@@ -307,14 +307,21 @@ def test_step_questions_teach_the_answer_prompt_from_training_questions_only(tmp
     assert DistillConfig().gold.step_answers is False  # opt in: existing recipes teach what they taught
 
 
-def test_the_real_planner_recipe_validates_and_reads_the_split_evaluation_uses():
+@pytest.mark.parametrize(
+    ("recipe", "tasks", "step_answers"),
+    [
+        ("planner-student-real-cpu.yaml", {"plan", "update"}, False),
+        ("planner-answer-student-real-cpu.yaml", {"plan", "update", "answer"}, True),
+    ],
+)
+def test_the_real_planner_recipes_validate_and_read_the_split_evaluation_uses(recipe, tasks, step_answers):
     from hoprag.config import load_config
 
-    recipe = (
-        Path(__file__).resolve().parents[2] / "distillation" / "configs" / "planner-student-real-cpu.yaml"
-    )
-    config = load_config(DistillConfig, recipe, [])
-    assert set(config.tasks) == {"plan", "update"}
+    path = Path(__file__).resolve().parents[2] / "distillation" / "configs" / recipe
+    config = load_config(DistillConfig, path, [])
+    assert set(config.tasks) == tasks and config.gold.step_answers is step_answers
     assert config.gold.sources and all(s.train_fraction == 0.5 for s in config.gold.sources)
     for source in config.gold.sources:
-        assert (recipe.parents[2] / source.path).exists()
+        assert (path.parents[2] / source.path).exists()
+    first = path.read_text().splitlines()[0]  # the command that runs it
+    assert first.startswith("# hoprag distill ") and first.endswith(f"--config distillation/configs/{recipe}")
