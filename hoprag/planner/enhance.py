@@ -81,25 +81,43 @@ def referenced_step(placeholder: str, queries: Sequence[str]) -> int | None:
 
 def fill_placeholders(remaining: Sequence[str], found: Sequence[tuple[str, str]]) -> Filled:
     """``remaining`` with every placeholder that names an answered step replaced (see the module);
-    a placeholder naming a step still to run stays for a later call."""
+    a placeholder naming a step still to run stays for a later call, with the words of the
+    placeholders filled before it replaced too: "[the spouse of the performer of Country Man]"
+    becomes "[the spouse of Luke Bryan]" once "[the performer of Country Man]" is "Luke Bryan", so
+    that it still names its step once that step runs as "What is the spouse of Luke Bryan?" (with
+    its old words it would name the step that found Luke Bryan)."""
     out = Filled(steps=[])
+    filled: dict[str, str] = {}  # placeholder words -> what they became, in this call
     for position, step in enumerate(remaining):
         earlier = [q for q, _ in found] + list(remaining[:position])
-        out.steps.append(PLACEHOLDER.sub(lambda m, e=earlier: _fill(m.group(0)[1:-1], e, found, out), step))
+        out.steps.append(
+            PLACEHOLDER.sub(lambda m, e=earlier: _fill(m.group(0)[1:-1], e, found, out, filled), step)
+        )
     return out
 
 
-def _fill(placeholder: str, earlier: Sequence[str], found: Sequence[tuple[str, str]], out: Filled) -> str:
+def _fill(
+    placeholder: str,
+    earlier: Sequence[str],
+    found: Sequence[tuple[str, str]],
+    out: Filled,
+    filled: dict[str, str],
+) -> str:
     """What one placeholder becomes: the named step's answer, its own words when that step found
-    nothing, or itself (bracketed) when it names a step still to run or none."""
+    nothing, or itself (bracketed, earlier fills applied to its words) when it names a step still
+    to run or none."""
     i = referenced_step(placeholder, earlier)
     if i is None:
         out.unresolved.append(placeholder)
         return f"[{placeholder}]"
     if i >= len(found):  # names a step that has not run yet
+        for words, became in filled.items():
+            placeholder = placeholder.replace(words, became)
         return f"[{placeholder}]"
     answer = found[i][1].strip()
     if normalize_entity(answer).replace(" ", "") in UNKNOWN_ANSWERS:
         out.not_found.append(placeholder)
+        filled[placeholder] = placeholder
         return placeholder
+    filled[placeholder] = answer
     return answer

@@ -39,6 +39,31 @@ def test_a_step_that_found_nothing_leaves_the_description_not_a_guess() -> None:
     assert filled.not_found == ["director of Payment On Demand"]
 
 
+def test_a_nested_placeholder_keeps_naming_its_own_step_once_the_inner_one_is_filled() -> None:
+    """A 3-hop chain: step 3's placeholder holds step 2's description. Filling step 2's placeholder
+    rewrites the words inside step 3's, so that after step 2 runs as "What is the spouse of Luke
+    Bryan?" the placeholder still names step 2, not step 1 (whose words its old form shares most)."""
+    plan = [
+        "What is the performer of Country Man?",
+        "What is the spouse of [the performer of Country Man]?",
+        "Where was [the spouse of the performer of Country Man] born?",
+    ]
+    found = [(plan[0], "Luke Bryan")]
+    after_one = fill_placeholders(plan[1:], found)
+    assert after_one.steps == [
+        "What is the spouse of Luke Bryan?",
+        "Where was [the spouse of Luke Bryan] born?",
+    ]
+    found.append((after_one.steps[0], "Caroline Boyer"))
+    assert fill_placeholders(after_one.steps[1:], found).steps == ["Where was Caroline Boyer born?"]
+    # the inner step found nothing: its words stay, inside the waiting placeholder too
+    nothing = fill_placeholders(plan[1:], [(plan[0], "unknown")])
+    assert nothing.steps == [
+        "What is the spouse of the performer of Country Man?",
+        "Where was [the spouse of the performer of Country Man] born?",
+    ]
+
+
 def test_referenced_step_needs_half_of_the_placeholder_words_and_prefers_the_latest_tie() -> None:
     queries = ["Who directed Payment On Demand?", "Who is the director of the film Payment On Demand?"]
     assert referenced_step("director of Payment On Demand", queries) == 1

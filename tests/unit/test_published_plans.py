@@ -16,7 +16,7 @@ from distillation.gold import (
     gold_plan_examples,
     gold_step_questions,
 )
-from hoprag.planner.enhance import referenced_step
+from hoprag.planner.enhance import fill_placeholders, referenced_step
 from hoprag.planner.gold import gold_plan, update_states
 from hoprag.planner.prompts import PLACEHOLDER
 from indexing.formats import read_published
@@ -156,7 +156,9 @@ def test_2wiki_evidences_chain_by_name_and_a_comparison_is_two_chains():
 def test_every_placeholder_of_a_real_plan_names_its_step_the_way_the_planner_fills_it(path, fmt, with_plan):
     """The planner substitutes a placeholder by the step whose words it shares
     (:func:`hoprag.planner.enhance.referenced_step`): each placeholder of a plan read from the real
-    files must point to the step that defined it, so a taught plan is filled without an LLM call."""
+    files must point to the step that defined it, so a taught plan is filled without an LLM call;
+    and run as the planner runs it (each step's answer gold, the later steps filled after each
+    step against the steps *as run*), every step is asked as :func:`published_steps` writes it."""
     corpus = read_published(REAL / path, fmt, 0.5)
     questions = [q for split in corpus.questions.values() for q in split]
     plans = [p for q in questions if (p := published_plan(q)) is not None]
@@ -175,6 +177,24 @@ def test_every_placeholder_of_a_real_plan_names_its_step_the_way_the_planner_fil
                 )
                 checked += 1
     assert checked >= len(plans) // 2
+    for question in questions:
+        steps = published_steps(question)
+        assert steps is not None
+        assert _run_with_gold_answers(published_plan(question) or []) == [s["question"] for s in steps]
+
+
+def _run_with_gold_answers(plan: list[dict]) -> list[str]:
+    """The steps a planner asks along ``plan`` when every step finds its gold answer: after each
+    step, the remaining steps are filled by :func:`fill_placeholders` (as ``Planner`` does, only
+    when no placeholder names an unknown step) against the steps as they ran."""
+    queries = [s["step"] for s in plan]
+    found: list[tuple[str, str]] = []
+    for done, step in enumerate(plan, start=1):
+        found.append((queries[done - 1], step["answer"]))
+        filled = fill_placeholders(queries[done:], found)
+        if not filled.unresolved:
+            queries = queries[:done] + filled.steps
+    return queries
 
 
 def _musique_item(qid: str, title: str, person: str) -> dict:
