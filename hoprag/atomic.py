@@ -8,6 +8,7 @@ temp file is removed and the target is left as it was.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
@@ -63,3 +64,17 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, newline: str | No
 def atomic_write_json(path: str | os.PathLike[str], payload: Any, **dumps: Any) -> None:
     """Replace ``path``'s content with ``payload`` as JSON (``dumps``: :func:`json.dumps` options)."""
     atomic_write_text(path, json.dumps(payload, **dumps))
+
+
+@contextmanager
+def file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created if missing) for the block: one process at a
+    time builds a cached artifact (a converted or assembled model) while the others wait for it."""
+    lock = Path(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

@@ -49,3 +49,23 @@ def require_vllm(feature: str) -> None:
     """
     if not is_vllm_available():
         raise MissingExtraError(f"{feature} needs vLLM: {VLLM_EXTRA_HINT}")
+
+
+LLAMACPP_HINT = (
+    "pip install 'llama-cpp-python>=0.3.36,<0.4' (a dependency of hoprag itself: it builds from source "
+    "with gcc and cmake, ~4 min on 2 cores, once per machine thanks to pip's wheel cache)"
+)
+
+
+def is_llamacpp_available() -> bool:
+    """Whether ``llama-cpp-python`` is installed (found on the path; it is not imported)."""
+    try:
+        return importlib.util.find_spec("llama_cpp") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def require_llamacpp(feature: str) -> None:
+    """Raise :class:`MissingExtraError` unless ``llama-cpp-python`` is installed."""
+    if not is_llamacpp_available():
+        raise MissingExtraError(f"{feature} needs llama.cpp's Python bindings: {LLAMACPP_HINT}")

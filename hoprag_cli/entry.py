@@ -98,6 +98,9 @@ def log_path(args: argparse.Namespace) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hoprag`` console script."""
     args = parse_command(sys.argv[1:] if argv is None else argv)
+    from hoprag.threads import wait_passively
+
+    wait_passively()  # before torch or llama.cpp loads; a local Ray cluster's workers inherit it
     configure_logging(args.verbose, log_path(args))
     from hoprag.config import ConfigError
 

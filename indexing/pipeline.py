@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from hoprag.llm.base import TASK_NER, TASK_OPENIE
 from hoprag.llm.factory import LLMBackendConfig, expected_model_id
 from hoprag.retrieval.dense import document_passages
 from hoprag.text import content_hash
+from hoprag.threads import usable_cpus
 from indexing.cache import RETRY_STATUSES, ExtractionCache
 from indexing.config import IndexConfig
 from indexing.corpus import Corpus, Document
@@ -38,15 +38,18 @@ logger = logging.getLogger(__name__)
 
 
 def _actor_llm_config(config: IndexConfig) -> LLMBackendConfig:
-    """Give each embedded-model actor its share of the cores (Ray sets OMP threads to num_cpus),
+    """Give each CPU-model actor (embedded, llama.cpp) its share of the cores, never all of them
+    per actor (hoprag/threads.py says why),
     and the dtype this driver keyed the extraction cache with (``auto`` decided here, so an actor
     on a node with another CPU still writes what the cache key says)."""
     llm = config.llm.model_copy(deep=True)
+    share = max(1, usable_cpus() // config.extraction.concurrency)
     if llm.backend == "embedded":
         llm.embedded.dtype = llm.embedded.compute_dtype
         if llm.embedded.num_threads is None:
-            cores = os.cpu_count() or 1
-            llm.embedded.num_threads = max(1, cores // config.extraction.concurrency)
+            llm.embedded.num_threads = share
+    elif llm.backend == "llamacpp" and llm.llamacpp.n_threads is None:
+        llm.llamacpp.n_threads = share
     return llm
 
 

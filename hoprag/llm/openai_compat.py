@@ -194,7 +194,10 @@ class OpenAICompatibleLLM:
             "retries": 0,
         }
         self._closed = False
-        self._structured = config.structured_output  # off once the endpoint refuses response_format
+        # the response_format type sent with a JSON prompt's schema: json_schema (OpenAI's, vLLM's),
+        # json_object with a "schema" (llama-cpp-python's server, which answers HTTP 500 to
+        # json_schema), or none once the endpoint refused both
+        self._structured: str | None = "json_schema" if config.structured_output else None
 
     # -- LLM protocol -------------------------------------------------------------------------
 
@@ -366,10 +369,9 @@ class OpenAICompatibleLLM:
         if self._headers:
             request["extra_headers"] = self._headers
         if params.json_schema and self._structured:
-            request["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": params.task or "answer", "schema": json.loads(params.json_schema)},
-            }
+            request["response_format"] = _response_format(
+                self._structured, params.task or "answer", json.loads(params.json_schema)
+            )
         return request
 
     def _count(self, **deltas: int) -> None:
@@ -412,24 +414,20 @@ class OpenAICompatibleLLM:
         it failed. The SDK does not say how many attempts a failure took; for the failures it
         retries, that is all of them."""
         every_attempt = self.config.max_retries + 1
-        if "response_format" in request and not self._structured:  # refused since it was prepared
-            request = {k: v for k, v in request.items() if k != "response_format"}
+        request = self._with_current_format(request)  # the endpoint may have refused one since
         try:
             raw = self._endpoint.with_raw_response.create(**request)
         except openai.BadRequestError as exc:
             if "response_format" not in request:
                 return _Failure("http_400", 1, _short(exc.response.text), 400)
-            # Refused with the schema: asked again without. Only when that works was the schema the
-            # problem (a 400 for another reason, e.g. a prompt too long, fails again the same way).
-            outcome = self._send({k: v for k, v in request.items() if k != "response_format"}, stop)
-            if isinstance(outcome, Completion):
-                self._refuse_structured_output(exc)
-            return outcome
+            return self._send_with_less_structure(request, stop, exc)
         except openai.APITimeoutError as exc:
             return _Failure("timeout", every_attempt, type(exc).__name__)
         except openai.APIConnectionError as exc:
             return _Failure("connection_error", every_attempt, _why(exc))
         except openai.APIStatusError as exc:
+            if "response_format" in request and _refuses_response_format(exc):
+                return self._send_with_less_structure(request, stop, exc)
             status = exc.status_code
             retried = status in (408, 409, 429) or status >= 500
             return _Failure(
@@ -437,6 +435,10 @@ class OpenAICompatibleLLM:
             )
         except openai.APIError as exc:  # an undecodable body, a response the SDK cannot read
             return _Failure("bad_response", 1, _why(exc))
+        return self._completion_of(raw, stop)
+
+    def _completion_of(self, raw: Any, stop: Sequence[str]) -> Completion | _Failure:
+        """The Completion of one raw SDK response (a malformed one is a failure, not retried)."""
         attempts = int(getattr(raw, "retries_taken", 0)) + 1
         try:
             completion = self._parse(raw.parse(), stop)
@@ -449,10 +451,58 @@ class OpenAICompatibleLLM:
         completion.metadata["attempts"] = attempts
         return completion
 
+    def _with_current_format(self, request: dict[str, Any]) -> dict[str, Any]:
+        """``request`` with the response_format type this client sends now (or none)."""
+        sent = request.get("response_format")
+        if sent is None or sent["type"] == self._structured:
+            return request
+        rest = {k: v for k, v in request.items() if k != "response_format"}
+        if self._structured is None:
+            return rest
+        return {**rest, "response_format": _response_format(self._structured, "answer", _schema_of(sent))}
+
+    def _send_with_less_structure(
+        self, request: dict[str, Any], stop: Sequence[str], exc: openai.APIStatusError
+    ) -> Completion | _Failure:
+        """The endpoint refused ``request``'s response_format: ask again with json_object (after a
+        json_schema), then without. Only when that works was the format the problem (a 400 for
+        another reason, e.g. a prompt too long, fails again the same way)."""
+        sent = request["response_format"]
+        rest = {k: v for k, v in request.items() if k != "response_format"}
+        if sent["type"] == "json_schema" and _refuses_response_format(exc):
+            alternative = {
+                **rest,
+                "response_format": _response_format("json_object", "answer", _schema_of(sent)),
+            }
+            try:
+                raw = self._endpoint.with_raw_response.create(**alternative)
+            except openai.APIStatusError as second:
+                if not (isinstance(second, openai.BadRequestError) or _refuses_response_format(second)):
+                    return self._send(rest, stop)
+            else:
+                with self._lock:
+                    first = self._structured == "json_schema"
+                    if first:
+                        self._structured = "json_object"
+                        self._stats["structured_output_json_object"] = 1
+                if first:
+                    logger.warning(
+                        "%s refused response_format json_schema (HTTP %s: %s); sending the schema as "
+                        "json_object from now on",
+                        self._url,
+                        exc.status_code,
+                        _short(exc.response.text),
+                    )
+                return self._completion_of(raw, stop)
+        outcome = self._send(rest, stop)
+        if isinstance(outcome, Completion):
+            self._refuse_structured_output(exc)
+        return outcome
+
     def _refuse_structured_output(self, exc: openai.APIStatusError) -> None:
         """Stop sending ``response_format`` to an endpoint that refused it (said once)."""
         with self._lock:
-            first, self._structured = self._structured, False
+            first, self._structured = self._structured is not None, None
             self._stats["structured_output_refused"] = self._stats.get("structured_output_refused", 0) + 1
         if first:
             logger.warning(
@@ -521,3 +571,26 @@ BACKEND = BackendSpec(
     model_id=openai_model_id,
     needs="base_url, model, ...",
 )
+
+
+def _response_format(kind: str, name: str, schema: Any) -> dict[str, Any]:
+    """A response_format of ``kind`` carrying ``schema``."""
+    if kind == "json_object":  # llama-cpp-python's server reads the schema beside the type
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+
+
+def _schema_of(response_format: dict[str, Any]) -> Any:
+    if response_format["type"] == "json_schema":
+        return response_format["json_schema"]["schema"]
+    return response_format.get("schema")
+
+
+def _refuses_response_format(exc: openai.APIStatusError) -> bool:
+    """Whether an error answer is a server refusing the response_format it was sent. Some servers
+    validate it as part of the request body and answer 422 or even 500 (llama-cpp-python's:
+    "Input should be 'text' or 'json_object'"), not 400, so the answer's text decides."""
+    if exc.status_code not in (400, 422, 500):
+        return False
+    body = (exc.response.text if exc.response is not None else "") or ""
+    return "response_format" in body or "json_object" in body or "json_schema" in body

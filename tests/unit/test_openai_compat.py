@@ -610,10 +610,55 @@ def test_an_endpoint_that_rejects_response_format_falls_back_once_and_says_so(ca
         first = client.generate([prompt, prompt], params)
         second = client.generate([prompt], params)
     assert all(c.ok for c in [*first, *second])
-    with_schema = [b for _, b in srv.requests if "response_format" in b]
-    assert len(with_schema) == 1 and len(srv.requests) == 4  # refused once, then never sent again
+    with_schema = [b["response_format"]["type"] for _, b in srv.requests if "response_format" in b]
+    # json_schema refused, then json_object (the form some servers read) refused too, then never again
+    assert with_schema == ["json_schema", "json_object"] and len(srv.requests) == 5
     assert client.stats["structured_output_refused"] == 1
     assert sum("refused response_format" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_server_that_answers_500_to_json_schema_gets_the_schema_as_json_object(caplog) -> None:
+    # llama-cpp-python's server (python -m llama_cpp.server) validates response_format as part of
+    # the body and answers HTTP 500, not 400, to json_schema; it reads {"type": "json_object",
+    # "schema": ...}. Its answer, as that server gives it:
+    refusal = {
+        "error": {
+            "message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': "
+            "\"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}]",
+            "type": "internal_server_error",
+        }
+    }
+    prompt, params = _json_spec()
+
+    def script(body: dict[str, Any], n: int) -> Reply:
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return Reply(500, refusal)
+        return ok_reply('{"named_entities": [], "triples": []}', style="chat")
+
+    with (
+        ScriptedServer(script) as srv,
+        _client(srv.base_url, "chat", max_concurrency=1, max_retries=0) as client,
+    ):
+        first = client.generate([prompt], params)
+        second = client.generate([prompt], params)
+    assert all(c.ok for c in [*first, *second])
+    sent = [b.get("response_format") for _, b in srv.requests]
+    assert [f["type"] for f in sent] == ["json_schema", "json_object", "json_object"]
+    assert sent[1]["schema"] == json.loads(params.json_schema or "")  # the schema still constrains
+    assert client.stats["structured_output_json_object"] == 1
+    assert "structured_output_refused" not in client.stats
+    assert sum("sending the schema as json_object" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_500_for_another_reason_is_a_server_error_not_a_refusal() -> None:
+    prompt, params = _json_spec()
+    with (
+        ScriptedServer(lambda body, n: Reply(500, {"error": {"message": "out of memory"}})) as srv,
+        _client(srv.base_url, "chat", max_retries=0) as client,
+    ):
+        (c,) = client.generate([prompt], params)
+    assert c.error == "http_500" and len(srv.requests) == 1
+    assert srv.requests[0][1]["response_format"]["type"] == "json_schema"
 
 
 def test_a_400_for_another_reason_keeps_structured_output_on() -> None:

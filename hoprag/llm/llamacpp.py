@@ -1,0 +1,560 @@
+"""llama.cpp as an LLM backend (``llm.backend: llamacpp``): any GGUF on the CPU, quantized weights
+used as they are.
+
+For the same Gemma 3 270M GGUF, llama.cpp decodes several times faster than the embedded backend's
+transformers path, which de-quantizes the weights (issue 66; ``hoprag bench llm`` measures it), and
+it runs the instruct tiers (Qwen2.5-Coder 0.5B / 1.5B, :mod:`hoprag.llm.gguf_models`) in their
+quantized size.
+
+How it generates: one llama.cpp context holds up to ``max_batch_size`` sequences, each its own
+stream of the KV cache. A batch of prompts is prefilled sequence by sequence, then decoded
+together: every step feeds each unfinished row's last token in one ``llama_decode`` and picks each
+row's next token from its logits here (greedy, or sampled with ``temperature``). Picking here lets
+the rows follow the prompt's JSON schema or line grammar with the same engine and grammars as the
+embedded backend (``llguidance``, :mod:`hoprag.llm.grammar`, over a view of the GGUF's own
+vocabulary), stop at stop sequences and at looping list lines, and be cancelled mid-stream.
+
+Chat prompts are rendered with the GGUF's own chat template; a GGUF without one (the base Gemma)
+takes completion prompts. A prompt longer than the context fails alone (``prompt_too_long``), never
+the batch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from hoprag.config import StrictModel
+from hoprag.llm.base import (
+    BackendSpec,
+    Completion,
+    GenerationParams,
+    Prompt,
+    PromptStyle,
+    is_degenerate_list_output,
+    render_chat_as_completion,
+)
+from hoprag.llm.gguf_models import GEMMA_270M, gguf_model_id
+from hoprag.llm.streaming import CancelToken, StopSequenceFilter, StreamItem
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from hoprag.llm.grammar import DecodingGrammars
+
+logger = logging.getLogger(__name__)
+
+_BACKEND_READY = threading.Lock()
+_backend_initialized = False
+_log_callback: Any = None
+_TOKEN_ATTR_CONTROL = 1 << 3
+_TOKEN_ATTR_USER_DEFINED = 1 << 4
+
+
+class LlamaCppConfig(StrictModel):
+    """Settings of the llama.cpp backend."""
+
+    model: str = Field(
+        default=GEMMA_270M,
+        description="A known model (gemma-3-270m: the packaged base model; qwen2.5-coder-0.5b, "
+        "qwen2.5-coder-1.5b: instruct models from their part packages, extras qwen-0.5b / qwen-1.5b) "
+        "or the path of any GGUF file. Checked (readable, whole, right architecture) before loading.",
+    )
+    n_threads: int | None = Field(
+        default=None,
+        ge=1,
+        description="Threads for prefill and decode. Default: the CPUs Ray gave this actor or replica, "
+        "else the CPUs this process may use (hoprag/threads.py).",
+    )
+    context_tokens: int = Field(
+        default=4096,
+        ge=256,
+        description="Context of each sequence (prompt + answer). A longer prompt fails alone with "
+        "error 'prompt_too_long'; an answer that would overflow it ends with finish_reason 'length'.",
+    )
+    max_batch_size: int = Field(
+        default=8, ge=1, le=64, description="Sequences decoded together (one KV-cache stream each)."
+    )
+    prompt_batch_tokens: int = Field(
+        default=512, ge=32, description="Prompt tokens per prefill call (llama.cpp's n_batch)."
+    )
+    gpu_layers: int = Field(
+        default=0, ge=-1, description="Layers offloaded to a GPU when llama.cpp was built with one (-1: all)."
+    )
+    constrained_decoding: bool = Field(
+        default=True,
+        description="Follow a prompt's JSON schema or line grammar while decoding (llguidance over the "
+        "GGUF's vocabulary). false: free decoding, read by the tolerant parsers.",
+    )
+    seed: int = Field(default=0, description="Seed of sampling at temperature > 0 (greedy ignores it).")
+
+
+def llamacpp_model_id(config: LlamaCppConfig) -> str:
+    """``llamacpp:<model>@<checksum>``: keyed by the GGUF's content (known models: the pinned
+    checksum; paths: :func:`~hoprag.llm.gguf_models.gguf_model_id`)."""
+    return f"llamacpp:{gguf_model_id(config.model)}"
+
+
+@dataclass
+class _Row:
+    """One prompt's decoding state."""
+
+    index: int  # position in the caller's prompt list
+    tokens: list[int]  # the prompt's tokens
+    max_new: int
+    stops: tuple[str, ...]
+    matcher: Any = None  # llguidance matcher, None: unconstrained
+    generated: list[int] = field(default_factory=list)
+    raw: bytearray = field(default_factory=bytearray)
+    text: str = ""
+    logits: Any = None
+    seq: int = -1  # its sequence id in the context while it decodes
+    finish: Literal["stop", "length", "error"] | None = None
+    error: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.finish is not None
+
+
+class LlamaCppLLM:
+    """Batched generation with llama.cpp on one GGUF (module docstring). Thread-safe: calls share
+    the one context in turn."""
+
+    def __init__(self, config: LlamaCppConfig | None = None) -> None:
+        from hoprag.deps import require_llamacpp
+
+        require_llamacpp("llm.backend=llamacpp")
+        import llama_cpp
+        from llama_cpp._internals import LlamaBatch, LlamaContext, LlamaModel
+
+        from hoprag.llm.gguf_models import KNOWN_MODELS, inspect_gguf, resolve_gguf
+        from hoprag.threads import runner_threads
+
+        self.config = config or LlamaCppConfig()
+        started = time.perf_counter()
+        path = resolve_gguf(self.config.model)
+        known = KNOWN_MODELS.get(self.config.model)
+        self.info = inspect_gguf(path, known.architecture if known else None)
+        _init_backend()
+        self.threads = self.config.n_threads or runner_threads()
+        model_params = llama_cpp.llama_model_default_params()
+        model_params.n_gpu_layers = self.config.gpu_layers
+        self._model = LlamaModel(path_model=str(path), params=model_params, verbose=False)
+        self._vocab = self._model.vocab
+        self._n_vocab = int(self._model.n_vocab())
+        rows = self.config.max_batch_size
+        context_params = llama_cpp.llama_context_default_params()
+        context_params.n_ctx = self.config.context_tokens * rows
+        context_params.n_seq_max = rows
+        context_params.n_batch = max(self.config.prompt_batch_tokens, rows)
+        context_params.n_ubatch = context_params.n_batch
+        context_params.n_threads = self.threads
+        context_params.n_threads_batch = self.threads
+        context_params.kv_unified = False  # each row its own stream: prompts share no prefix
+        self._ctx = LlamaContext(model=self._model, params=context_params, verbose=False)
+        self._batch = LlamaBatch(n_tokens=context_params.n_batch, embd=0, n_seq_max=1, verbose=False)
+        self._n_batch = int(context_params.n_batch)
+        self._lock = threading.Lock()
+        self._eog = {t for t in range(self._n_vocab) if llama_cpp.llama_vocab_is_eog(self._vocab, t)}
+        self._grammars: DecodingGrammars | None = None
+        self._grammars_lock = threading.Lock()
+        self._chat = (
+            _chat_formatter(self.info.chat_template, self._model) if self.info.chat_template else None
+        )
+        self._model_id = llamacpp_model_id(self.config)
+        self._name = Path(path).name
+        self.streams_cancelled = 0
+        self.load_seconds = time.perf_counter() - started
+        logger.info(
+            "loaded %s with llama.cpp (%d threads, %d rows x %d tokens) in %.1fs",
+            self._name,
+            self.threads,
+            rows,
+            self.config.context_tokens,
+            self.load_seconds,
+        )
+
+    # -- the LLM protocol ------------------------------------------------------------------
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def prompt_style(self) -> PromptStyle:
+        return "chat" if self._chat is not None else "completion"
+
+    def count_tokens(self, text: str) -> int:
+        """Number of tokens ``text`` takes (no special tokens)."""
+        return len(self._model.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def generate(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Completion]:
+        rows = [self._row(i, prompt, params) for i, prompt in enumerate(prompts)]
+        # similar lengths decode together: rows of one chunk end at similar steps
+        order = sorted((r for r in rows if not r.done), key=lambda r: len(r.tokens))
+        step = self.config.max_batch_size
+        for start in range(0, len(order), step):
+            chunk = order[start : start + step]
+            try:
+                with self._lock:
+                    self._decode(chunk, params)
+            except Exception as exc:  # a failing chunk must not lose the others
+                logger.exception("llama.cpp generation failed for a batch of %d", len(chunk))
+                for row in chunk:
+                    row.finish, row.error = "error", f"generation_failed: {exc}"
+        return [_completion(r) for r in rows]
+
+    def stream(
+        self, prompt: Prompt, params: GenerationParams, cancel: CancelToken | None = None
+    ) -> Iterator[StreamItem]:
+        """Stream one prompt's completion: text deltas as tokens are decoded, then the Completion
+        :meth:`generate` would return. Cancelling ``cancel`` (or closing the iterator) stops
+        decoding at the next token."""
+        token = cancel or CancelToken()
+        row = self._row(0, prompt, params)
+        pieces: queue.Queue[str | None] = queue.Queue()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                if not row.done:
+                    with self._lock:
+                        self._decode([row], params, on_text=pieces.put, cancel=token)
+            except BaseException as exc:  # reported by the consumer
+                failure.append(exc)
+            finally:
+                pieces.put(None)
+
+        worker = threading.Thread(target=run, name="llamacpp-stream", daemon=True)
+        worker.start()
+        cut = StopSequenceFilter(params.stop)
+        try:
+            while (piece := pieces.get()) is not None:
+                released = cut.feed(piece)
+                if released:
+                    yield released
+            worker.join()
+            if failure:
+                logger.error("llama.cpp streaming generation failed: %r", failure[0])
+                yield Completion(text="", finish_reason="error", error=f"generation_failed: {failure[0]}")
+                return
+            completion = _completion(row)
+            sent = cut.released
+            if completion.text.startswith(sent) and len(completion.text) > len(sent):
+                yield completion.text[len(sent) :]
+            yield completion
+        finally:
+            if worker.is_alive():
+                self.streams_cancelled += 1
+                token.cancel()
+                worker.join()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _row(self, index: int, prompt: Prompt, params: GenerationParams) -> _Row:
+        """A prompt tokenized, with its limits and grammar matcher; a prompt that does not fit the
+        context is finished at once with ``prompt_too_long``."""
+        if isinstance(prompt, str):
+            text, special = prompt, False
+        elif self._chat is not None:
+            text, special = self._chat(prompt), True
+        else:
+            text, special = render_chat_as_completion(prompt), False
+        add_bos = bool(self._model.add_bos_token()) and not special
+        tokens = self._model.tokenize(text.encode("utf-8"), add_bos=add_bos, special=special)
+        room = self.config.context_tokens - len(tokens)
+        row = _Row(
+            index, tokens, max(0, min(params.max_new_tokens, room)), tuple(s for s in params.stop if s)
+        )
+        if not tokens or room < 1:
+            row.finish = "error"
+            row.error = (
+                f"prompt_too_long: {len(tokens)} tokens, the context holds {self.config.context_tokens} "
+                "(llm.llamacpp.context_tokens)"
+                if tokens
+                else "empty_prompt"
+            )
+            return row
+        if (params.json_schema or params.grammar) and self.config.constrained_decoding:
+            grammars = self._decoding_grammars()
+            if grammars is not None:
+                row.matcher = grammars.matcher(
+                    grammars.grammar(json_schema=params.json_schema, lark=params.grammar)
+                )
+        return row
+
+    def _decode(
+        self,
+        rows: list[_Row],
+        params: GenerationParams,
+        on_text: Any = None,
+        cancel: CancelToken | None = None,
+    ) -> None:
+        """Prefill then decode ``rows`` (at most ``max_batch_size``) together to their ends."""
+        import llama_cpp
+        import numpy as np
+
+        llama_cpp.llama_memory_clear(self._ctx.memory, True)
+        rng = np.random.default_rng(self.config.seed)
+        for seq, row in enumerate(rows):
+            row.seq = seq
+            self._prefill(row, seq)
+        active = [r for r in rows if not r.done]
+        while active:
+            for row in active:
+                token = self._pick(row, params, rng)
+                self._advance(row, token, params, on_text)
+                if cancel is not None and cancel.cancelled and not row.done:
+                    row.finish = "stop"
+            active = [r for r in active if not r.done]
+            if not active:
+                break
+            batch = self._batch.batch
+            batch.n_tokens = len(active)
+            for j, row in enumerate(active):
+                batch.token[j] = row.generated[-1]
+                batch.pos[j] = len(row.tokens) + len(row.generated) - 1
+                batch.seq_id[j][0] = row.seq
+                batch.n_seq_id[j] = 1
+                batch.logits[j] = True
+            status = llama_cpp.llama_decode(self._ctx.ctx, batch)
+            if status != 0:
+                raise RuntimeError(f"llama_decode returned {status}")
+            for j, row in enumerate(active):
+                row.logits = self._logits(j)
+
+    def _prefill(self, row: _Row, seq: int) -> None:
+        import llama_cpp
+
+        batch = self._batch.batch
+        for start in range(0, len(row.tokens), self._n_batch):
+            piece = row.tokens[start : start + self._n_batch]
+            batch.n_tokens = len(piece)
+            for i, token in enumerate(piece):
+                batch.token[i] = token
+                batch.pos[i] = start + i
+                batch.seq_id[i][0] = seq
+                batch.n_seq_id[i] = 1
+                batch.logits[i] = False
+            batch.logits[len(piece) - 1] = start + len(piece) == len(row.tokens)
+            status = llama_cpp.llama_decode(self._ctx.ctx, batch)
+            if status != 0:
+                row.finish, row.error = "error", f"prefill_failed: llama_decode returned {status}"
+                return
+        row.logits = self._logits(len(piece) - 1).copy()  # the next prefill overwrites the buffer
+        if row.max_new == 0:
+            row.finish = "length"
+
+    def _logits(self, batch_index: int) -> np.ndarray:
+        import llama_cpp
+        import numpy as np
+
+        pointer = llama_cpp.llama_get_logits_ith(self._ctx.ctx, batch_index)
+        return np.ctypeslib.as_array(pointer, shape=(self._n_vocab,))
+
+    def _pick(self, row: _Row, params: GenerationParams, rng: Any) -> int:
+        """The row's next token: greedy (or sampled), within its grammar where it has one."""
+        import numpy as np
+
+        logits = row.logits
+        matcher = row.matcher
+        greedy = params.temperature <= 0
+        if matcher is not None and matcher.is_error():
+            matcher = None  # a matcher that failed leaves the row unconstrained, not stalled
+        if greedy:
+            best = int(np.argmax(logits))
+            if matcher is None:
+                return best
+            if best in self._eog and matcher.is_accepting():
+                return best
+            if best not in self._eog and matcher.validate_tokens([best]) == 1:
+                return best
+        scores = np.array(logits, dtype=np.float32, copy=True)
+        if matcher is not None:
+            allowed = self._allowed(matcher)
+            if matcher.is_accepting():
+                allowed[list(self._eog)] = True
+            scores[~allowed] = -np.inf
+        if greedy:
+            return int(np.argmax(scores))
+        scores = scores / params.temperature
+        scores -= scores.max()
+        probs = np.exp(scores)
+        probs /= probs.sum()
+        return int(rng.choice(len(probs), p=probs))
+
+    def _allowed(self, matcher: Any) -> np.ndarray:
+        import numpy as np
+
+        words = np.zeros((self._n_vocab + 31) // 32, dtype=np.int32)
+        matcher.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
+        return np.unpackbits(words.view(np.uint8), bitorder="little")[: self._n_vocab].astype(bool)
+
+    def _advance(self, row: _Row, token: int, params: GenerationParams, on_text: Any) -> None:
+        """Take ``token`` into the row and decide whether the row has ended."""
+        if token in self._eog:
+            row.finish = "stop"
+            return
+        row.generated.append(token)
+        if row.matcher is not None and not row.matcher.is_error():
+            row.matcher.consume_token(token)
+        row.raw += self._piece(token)
+        previous = row.text
+        row.text = row.raw.decode("utf-8", errors="ignore")
+        if on_text is not None and len(row.text) > len(previous):
+            on_text(row.text[len(previous) :])
+        tail_from = max(0, len(previous) - max((len(s) for s in row.stops), default=0))
+        if (
+            any(stop in row.text[tail_from:] for stop in row.stops)
+            or (params.stop_on_repeated_line and is_degenerate_list_output(row.text))
+            or (row.matcher is not None and row.matcher.is_stopped())
+        ):
+            row.finish = "stop"
+        elif len(row.generated) >= row.max_new:
+            row.finish = "length"
+
+    def _piece(self, token: int) -> bytes:
+        import llama_cpp
+
+        buffer = ctypes.create_string_buffer(64)
+        n = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+        if n < 0:
+            buffer = ctypes.create_string_buffer(-n)
+            n = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+        return buffer.raw[: max(0, n)]
+
+    def _decoding_grammars(self) -> DecodingGrammars | None:
+        """The grammar engine over this GGUF's vocabulary, built on first use (``None``, with one
+        warning, where llguidance cannot read the vocabulary: rows then decode freely)."""
+        with self._grammars_lock:
+            if self._grammars is None:
+                from hoprag.llm.grammar import DecodingGrammars
+
+                try:
+                    self._grammars = DecodingGrammars(None, self._n_vocab, view=self._vocabulary_view())
+                except Exception as error:
+                    logger.warning(
+                        "constrained decoding is off for %s: llguidance cannot read its vocabulary (%s)",
+                        self._name,
+                        error,
+                    )
+                    self.config = self.config.model_copy(update={"constrained_decoding": False})
+                    return None
+            return self._grammars
+
+    def _vocabulary_view(self) -> Any:
+        """llguidance's view of the GGUF vocabulary: each token's bytes, the special tokens and how
+        text tokenizes (the vocabulary as llama.cpp itself reads it)."""
+        import llama_cpp
+        import llguidance
+
+        model = self._model
+        tokens: list[bytes] = []
+        special: list[int] = []
+        buffer = ctypes.create_string_buffer(256)
+        for token in range(self._n_vocab):
+            n = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, True)
+            tokens.append(buffer.raw[: max(0, n)])
+            attr = int(llama_cpp.llama_vocab_get_attr(self._vocab, token))
+            if attr & _TOKEN_ATTR_CONTROL or (
+                attr & _TOKEN_ATTR_USER_DEFINED and tokens[-1].startswith(b"<") and tokens[-1].endswith(b">")
+            ):
+                special.append(token)
+
+        class Vocabulary:
+            def __init__(self) -> None:
+                self.tokens = tokens
+                self.special_token_ids = special
+                self.eos_token_id = int(model.token_eos())
+                bos = int(model.token_bos())
+                self.bos_token_id = bos if bos >= 0 else None
+
+            def __call__(self, text: bytes | str) -> list[int]:
+                data = text if isinstance(text, bytes) else text.encode("utf-8")
+                return list(model.tokenize(data, add_bos=False, special=False))
+
+        return llguidance.LLTokenizer(
+            llguidance.TokenizerWrapper(Vocabulary()),
+            n_vocab=self._n_vocab,
+            eos_token=int(model.token_eos()),
+            slices=[],
+        )
+
+
+def _init_backend() -> None:
+    """Initialize llama.cpp once per process, its log lines routed to the ``llama.cpp`` logger (each
+    load prints ~40 lines to stderr otherwise; they show at DEBUG)."""
+    global _backend_initialized, _log_callback
+    with _BACKEND_READY:
+        if not _backend_initialized:
+            import llama_cpp
+
+            native = logging.getLogger("llama.cpp")
+            # ggml's levels: 1 debug, 2 info (chatter: every buffer of a load), 3 warn, 4 error,
+            # 5 the previous line continued
+            levels = {1: logging.DEBUG, 2: logging.DEBUG, 3: logging.WARNING, 4: logging.ERROR}
+            last = [logging.DEBUG]
+
+            @llama_cpp.llama_log_callback
+            def route(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+                last[0] = levels.get(level, last[0])
+                native.log(last[0], "%s", text.decode(errors="replace").rstrip())
+
+            _log_callback = route  # kept alive: llama.cpp holds only the C pointer
+            llama_cpp.llama_log_set(route, ctypes.c_void_p(0))
+            llama_cpp.llama_backend_init()
+            _backend_initialized = True
+
+
+def _chat_formatter(template: str, model: Any) -> Any:
+    """The GGUF's chat template as a function of the messages (the generation prompt added)."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    def text_of(token: int) -> str:
+        if token < 0:
+            return ""
+        return model.token_get_text(token) or ""
+
+    formatter = Jinja2ChatFormatter(
+        template=template, eos_token=text_of(model.token_eos()), bos_token=text_of(model.token_bos())
+    )
+
+    def render(messages: Sequence[Any]) -> str:
+        return str(formatter(messages=[dict(m) for m in messages]).prompt)
+
+    return render
+
+
+def _completion(row: _Row) -> Completion:
+    from hoprag.llm.base import truncate_at_stop
+
+    if row.finish == "error":
+        return Completion(
+            text="", prompt_tokens=len(row.tokens), finish_reason="error", error=row.error or "error"
+        )
+    text, hit_stop = truncate_at_stop(row.text, row.stops)
+    return Completion(
+        text=text,
+        prompt_tokens=len(row.tokens),
+        completion_tokens=len(row.generated),
+        finish_reason="stop" if hit_stop or row.finish != "length" else "length",
+    )
+
+
+BACKEND = BackendSpec(
+    name="llamacpp",
+    config_type=LlamaCppConfig,
+    constructor=LlamaCppLLM,
+    model_id=llamacpp_model_id,
+    needs="optional: model (a known name or a GGUF path), n_threads, ...",
+)
