@@ -25,6 +25,7 @@ BENCHMARKS = {
     "grammar": ("benchmarks.grammar", "run_grammar_benchmark"),
     "formats": ("benchmarks.formats", "run_formats_benchmark"),
     "memory": ("benchmarks.memory", "run_memory_benchmark"),
+    "llm": ("benchmarks.llm", "run_llm_benchmark"),
 }
 
 
@@ -35,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from benchmarks.glm_step import add_arguments as add_glm_step_arguments
     from benchmarks.grammar import add_arguments as add_grammar_bench_arguments
     from benchmarks.graph import add_arguments as add_graph_bench_arguments
+    from benchmarks.llm import add_arguments as add_llm_bench_arguments
     from benchmarks.memory import add_arguments as add_memory_bench_arguments
     from benchmarks.plan import add_arguments as add_plan_bench_arguments
     from benchmarks.search import add_arguments as add_search_bench_arguments
@@ -45,6 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md by hand)")
     b.set_defaults(handler=run_bench, run_dir_arg="workdir")
     bsub = b.add_subparsers(dest="bench", required=True)
+    add_llm_bench_arguments(
+        bsub.add_parser(
+            "llm",
+            help="CPU engines x model tiers: s/call, prefill/decode tok/s per prompt kind, batched OpenIE, "
+            "reading EM/F1, decode beside a busy core",
+        )
+    )
     bi = bsub.add_parser("index", help="Ray Data extraction vs a sequential loop; graph build at scale")
     bi.add_argument("--docs", type=int, default=48, help="documents for the LLM throughput comparison")
     bi.add_argument("--sequential-docs", type=int, default=12, help="documents for the sequential baseline")
