@@ -145,6 +145,15 @@ class LlamaCppLLM:
         path = resolve_gguf(self.config.model)
         known = KNOWN_MODELS.get(self.config.model)
         self.info = inspect_gguf(path, known.architecture if known else None)
+        if self.info.context_length and self.config.context_tokens > self.info.context_length:
+            logger.warning(
+                "llm.llamacpp.context_tokens=%d is over %s's training context (%d): using %d",
+                self.config.context_tokens,
+                path.name,
+                self.info.context_length,
+                self.info.context_length,
+            )
+            self.config = self.config.model_copy(update={"context_tokens": self.info.context_length})
         _init_backend()
         self.threads = self.config.n_threads or runner_threads()
         model_params = llama_cpp.llama_model_default_params()
@@ -154,16 +163,21 @@ class LlamaCppLLM:
         self._n_vocab = int(self._model.n_vocab())
         rows = self.config.max_batch_size
         context_params = llama_cpp.llama_context_default_params()
-        context_params.n_ctx = self.config.context_tokens * rows
-        context_params.n_seq_max = rows
+        # one more sequence than rows: it holds the prompt head the rows share (see _prefill_shared)
+        context_params.n_ctx = self.config.context_tokens * (rows + 1)
+        context_params.n_seq_max = rows + 1
         context_params.n_batch = max(self.config.prompt_batch_tokens, rows)
         context_params.n_ubatch = context_params.n_batch
         context_params.n_threads = self.threads
         context_params.n_threads_batch = self.threads
-        context_params.kv_unified = False  # each row its own stream: prompts share no prefix
+        # one KV buffer for all sequences: a shared prompt head is stored once and attended by all
+        context_params.kv_unified = True
         self._ctx = LlamaContext(model=self._model, params=context_params, verbose=False)
         self._batch = LlamaBatch(n_tokens=context_params.n_batch, embd=0, n_seq_max=1, verbose=False)
         self._n_batch = int(context_params.n_batch)
+        self._head_seq = rows  # the sequence holding the cached prompt head
+        self._head: list[int] = []  # its tokens
+        self.head_tokens_reused = 0  # prompt tokens not prefilled again thanks to the cached head
         self._lock = threading.Lock()
         self._eog = {t for t in range(self._n_vocab) if llama_cpp.llama_vocab_is_eog(self._vocab, t)}
         self._grammars: DecodingGrammars | None = None
@@ -304,11 +318,16 @@ class LlamaCppLLM:
         import llama_cpp
         import numpy as np
 
-        llama_cpp.llama_memory_clear(self._ctx.memory, True)
+        memory = self._ctx.memory
+        for seq in range(self.config.max_batch_size):
+            llama_cpp.llama_memory_seq_rm(memory, seq, -1, -1)
         rng = np.random.default_rng(self.config.seed)
+        shared = self._prefill_shared(rows)
         for seq, row in enumerate(rows):
             row.seq = seq
-            self._prefill(row, seq)
+            if shared:
+                llama_cpp.llama_memory_seq_cp(memory, self._head_seq, seq, 0, shared)
+            self._prefill(row, seq, shared)
         active = [r for r in rows if not r.done]
         while active:
             for row in active:
@@ -333,11 +352,42 @@ class LlamaCppLLM:
             for j, row in enumerate(active):
                 row.logits = self._logits(j)
 
-    def _prefill(self, row: _Row, seq: int) -> None:
+    def _prefill_shared(self, rows: list[_Row]) -> int:
+        """Prefill the prompt head that ``rows`` share into the head sequence, reusing what it held
+        from the previous call (few-shot examples and instructions repeat across calls: an indexing
+        actor computes its OpenIE head once); returns the head's length, which every row then
+        copies instead of computing. A single row's head is its prompt but the last token."""
+        import llama_cpp
+
+        head = _common_prefix([r.tokens for r in rows])
+        head = head[: min(len(head), min(len(r.tokens) for r in rows) - 1, self.config.context_tokens - 1)]
+        kept = len(_common_prefix([self._head, head]))
+        memory = self._ctx.memory
+        llama_cpp.llama_memory_seq_rm(memory, self._head_seq, kept, -1)
+        self._head = head[:kept]
+        batch = self._batch.batch
+        for start in range(kept, len(head), self._n_batch):
+            piece = head[start : start + self._n_batch]
+            batch.n_tokens = len(piece)
+            for i, token in enumerate(piece):
+                batch.token[i] = token
+                batch.pos[i] = start + i
+                batch.seq_id[i][0] = self._head_seq
+                batch.n_seq_id[i] = 1
+                batch.logits[i] = False
+            if llama_cpp.llama_decode(self._ctx.ctx, batch) != 0:
+                llama_cpp.llama_memory_seq_rm(memory, self._head_seq, -1, -1)
+                self._head = []
+                return 0  # the rows prefill whole prompts instead
+            self._head = head[: start + len(piece)]
+        self.head_tokens_reused += kept * len(rows) + (len(head) - kept) * (len(rows) - 1)
+        return len(head)
+
+    def _prefill(self, row: _Row, seq: int, start_at: int = 0) -> None:
         import llama_cpp
 
         batch = self._batch.batch
-        for start in range(0, len(row.tokens), self._n_batch):
+        for start in range(start_at, len(row.tokens), self._n_batch):
             piece = row.tokens[start : start + self._n_batch]
             batch.n_tokens = len(piece)
             for i, token in enumerate(piece):
@@ -508,7 +558,12 @@ def _init_backend() -> None:
             @llama_cpp.llama_log_callback
             def route(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
                 last[0] = levels.get(level, last[0])
-                native.log(last[0], "%s", text.decode(errors="replace").rstrip())
+                line = text.decode(errors="replace").rstrip()
+                # warnings about choices made here on purpose: one KV buffer for all rows is larger
+                # than the training context (each row's positions stay within context_tokens), and
+                # several sequences need the full sliding-window cache
+                chosen = "n_ctx_train" in line or "full-size SWA cache" in line
+                native.log(logging.DEBUG if chosen else last[0], "%s", line)
 
             _log_callback = route  # kept alive: llama.cpp holds only the C pointer
             llama_cpp.llama_log_set(route, ctypes.c_void_p(0))
@@ -533,6 +588,19 @@ def _chat_formatter(template: str, model: Any) -> Any:
         return str(formatter(messages=[dict(m) for m in messages]).prompt)
 
     return render
+
+
+def _common_prefix(sequences: Sequence[Sequence[int]]) -> list[int]:
+    """The longest token list every sequence starts with."""
+    if not sequences:
+        return []
+    first = sequences[0]
+    length = min(len(s) for s in sequences)
+    for i in range(length):
+        token = first[i]
+        if any(s[i] != token for s in sequences[1:]):
+            return list(first[:i])
+    return list(first[:length])
 
 
 def _completion(row: _Row) -> Completion:
