@@ -193,7 +193,8 @@ def measure_reading(systems: dict[str, Any], count: int) -> list[dict[str, Any]]
 
 _PROBE = """
 import json, sys, time
-from hoprag.llm.llamacpp import LlamaCppConfig, LlamaCppLLM
+from hoprag.llm.llamacpp import LlamaCppLLM
+from hoprag.llm.llamacpp_config import LlamaCppConfig
 from hoprag.llm.base import GenerationParams
 llm = LlamaCppLLM(LlamaCppConfig(model="gemma-3-270m", max_batch_size=1, context_tokens=512,
                                  n_threads=int(sys.argv[1]) or None))

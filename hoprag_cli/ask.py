@@ -42,7 +42,7 @@ def run_ask(args: argparse.Namespace) -> int:
         raise UserError("ask: give --index INDEX_DIR (answer locally) or --url URL (a running server)")
     from hoprag.config import load_config
     from hoprag.kg.store import KGIndexError
-    from hoprag.planner.planner import PlannerInputError
+    from hoprag.planner.questions import PlannerInputError
     from hoprag.planner.report import format_answer
     from hoprag.qa.builder import build_qa_system, retriever_for
     from hoprag.qa.config import QASettings, QASystemConfig

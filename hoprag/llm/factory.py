@@ -24,7 +24,7 @@ from hoprag.llm.base import (
     task_model_id,
 )
 from hoprag.llm.embedded import EmbeddedLLMConfig
-from hoprag.llm.llamacpp import LlamaCppConfig
+from hoprag.llm.llamacpp_config import LlamaCppConfig
 from hoprag.llm.openai_compat import OpenAICompatibleConfig
 from hoprag.llm.reference import ReferenceLLMConfig
 from hoprag.llm.streaming import CancelToken, StreamItem, stream_completion

@@ -31,9 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
-
-from hoprag.config import StrictModel
 from hoprag.llm.base import (
     BackendSpec,
     Completion,
@@ -43,7 +40,13 @@ from hoprag.llm.base import (
     is_degenerate_list_output,
     render_chat_as_completion,
 )
-from hoprag.llm.gguf_models import GEMMA_270M, gguf_model_id
+from hoprag.llm.llamacpp_config import (
+    ADAPTER_SETTING,
+    LlamaCppConfig,
+    llamacpp_model_id,
+    llamacpp_task_model_id,
+)
+from hoprag.llm.llamacpp_native import chat_formatter, common_prefix, init_backend, vocabulary_view
 from hoprag.llm.streaming import CancelToken, StopSequenceFilter, StreamItem
 
 if TYPE_CHECKING:
@@ -52,56 +55,6 @@ if TYPE_CHECKING:
     from hoprag.llm.grammar import DecodingGrammars
 
 logger = logging.getLogger(__name__)
-
-_BACKEND_READY = threading.Lock()
-_backend_initialized = False
-_log_callback: Any = None
-_TOKEN_ATTR_CONTROL = 1 << 3
-_TOKEN_ATTR_USER_DEFINED = 1 << 4
-
-
-class LlamaCppConfig(StrictModel):
-    """Settings of the llama.cpp backend."""
-
-    model: str = Field(
-        default=GEMMA_270M,
-        description="A known model (gemma-3-270m: the packaged base model; qwen2.5-coder-0.5b, "
-        "qwen2.5-coder-1.5b: instruct models from their part packages, extras qwen-0.5b / qwen-1.5b) "
-        "or the path of any GGUF file. Checked (readable, whole, right architecture) before loading.",
-    )
-    n_threads: int | None = Field(
-        default=None,
-        ge=1,
-        description="Threads for prefill and decode. Default: the CPUs Ray gave this actor or replica, "
-        "else the CPUs this process may use (hoprag/threads.py).",
-    )
-    context_tokens: int = Field(
-        default=4096,
-        ge=256,
-        description="Context of each sequence (prompt + answer). A longer prompt fails alone with "
-        "error 'prompt_too_long'; an answer that would overflow it ends with finish_reason 'length'.",
-    )
-    max_batch_size: int = Field(
-        default=8, ge=1, le=64, description="Sequences decoded together (one KV-cache stream each)."
-    )
-    prompt_batch_tokens: int = Field(
-        default=512, ge=32, description="Prompt tokens per prefill call (llama.cpp's n_batch)."
-    )
-    gpu_layers: int = Field(
-        default=0, ge=-1, description="Layers offloaded to a GPU when llama.cpp was built with one (-1: all)."
-    )
-    constrained_decoding: bool = Field(
-        default=True,
-        description="Follow a prompt's JSON schema or line grammar while decoding (llguidance over the "
-        "GGUF's vocabulary). false: free decoding, read by the tolerant parsers.",
-    )
-    seed: int = Field(default=0, description="Seed of sampling at temperature > 0 (greedy ignores it).")
-
-
-def llamacpp_model_id(config: LlamaCppConfig) -> str:
-    """``llamacpp:<model>@<checksum>``: keyed by the GGUF's content (known models: the pinned
-    checksum; paths: :func:`~hoprag.llm.gguf_models.gguf_model_id`)."""
-    return f"llamacpp:{gguf_model_id(config.model)}"
 
 
 @dataclass
@@ -154,7 +107,7 @@ class LlamaCppLLM:
                 self.info.context_length,
             )
             self.config = self.config.model_copy(update={"context_tokens": self.info.context_length})
-        _init_backend()
+        init_backend()
         self.threads = self.config.n_threads or runner_threads()
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = self.config.gpu_layers
@@ -182,9 +135,9 @@ class LlamaCppLLM:
         self._eog = {t for t in range(self._n_vocab) if llama_cpp.llama_vocab_is_eog(self._vocab, t)}
         self._grammars: DecodingGrammars | None = None
         self._grammars_lock = threading.Lock()
-        self._chat = (
-            _chat_formatter(self.info.chat_template, self._model) if self.info.chat_template else None
-        )
+        self._adapters, self._routes = self._load_adapters()
+        self._active_adapter: int | None = None
+        self._chat = chat_formatter(self.info.chat_template, self._model) if self.info.chat_template else None
         self._model_id = llamacpp_model_id(self.config)
         self._name = Path(path).name
         self.streams_cancelled = 0
@@ -203,6 +156,15 @@ class LlamaCppLLM:
     @property
     def model_id(self) -> str:
         return self._model_id
+
+    def task_model_id(self, task: str) -> str:
+        """The id of the weights this model answers ``task`` with (:func:`llamacpp_task_model_id`)."""
+        return llamacpp_task_model_id(self.config, task)
+
+    @property
+    def student_tasks(self) -> frozenset[str]:
+        """The tasks the loaded student adapters serve with their short student prompts."""
+        return frozenset(self._routes)
 
     @property
     def prompt_style(self) -> PromptStyle:
@@ -318,6 +280,7 @@ class LlamaCppLLM:
         import llama_cpp
         import numpy as np
 
+        self._use_adapter(params.task)
         memory = self._ctx.memory
         for seq in range(self.config.max_batch_size):
             llama_cpp.llama_memory_seq_rm(memory, seq, -1, -1)
@@ -352,6 +315,46 @@ class LlamaCppLLM:
             for j, row in enumerate(active):
                 row.logits = self._logits(j)
 
+    def _load_adapters(self) -> tuple[list[Any], dict[str, int]]:
+        """The configured LoRA adapters loaded as llama.cpp adapters, and which serves each task."""
+        import llama_cpp
+
+        from hoprag.llm.adapters import AdapterError, task_routes
+        from hoprag.llm.gguf_lora import lora_gguf
+
+        dirs = self.config.adapter_dirs
+        routes = task_routes(dirs, ADAPTER_SETTING) if dirs else {}
+        handles = []
+        for directory in dirs:
+            path = lora_gguf(directory, self.info.architecture, ADAPTER_SETTING)
+            handle = llama_cpp.llama_adapter_lora_init(self._model.model, str(path).encode())
+            if not handle:
+                raise AdapterError(f"{ADAPTER_SETTING}={directory}: llama.cpp cannot apply it to {path.name}")
+            handles.append(handle)
+        return handles, routes
+
+    def _use_adapter(self, task: str | None) -> None:
+        """Apply the adapter serving ``task`` (none: the base weights); the cached prompt head was
+        computed with the previous weights, so it goes when they change."""
+        import llama_cpp
+
+        from hoprag.llm.adapters import adapter_for_task
+
+        index = adapter_for_task(self._routes, len(self._adapters), task)
+        if index == self._active_adapter:
+            return
+        if index is None:
+            status = llama_cpp.llama_set_adapters_lora(self._ctx.ctx, None, 0, None)
+        else:
+            adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(self._adapters[index])
+            scales = (ctypes.c_float * 1)(1.0)
+            status = llama_cpp.llama_set_adapters_lora(self._ctx.ctx, adapters, 1, scales)
+        if status != 0:
+            raise RuntimeError(f"llama_set_adapters_lora returned {status}")
+        self._active_adapter = index
+        llama_cpp.llama_memory_seq_rm(self._ctx.memory, self._head_seq, -1, -1)
+        self._head = []
+
     def _prefill_shared(self, rows: list[_Row]) -> int:
         """Prefill the prompt head that ``rows`` share into the head sequence, reusing what it held
         from the previous call (few-shot examples and instructions repeat across calls: an indexing
@@ -359,9 +362,9 @@ class LlamaCppLLM:
         copies instead of computing. A single row's head is its prompt but the last token."""
         import llama_cpp
 
-        head = _common_prefix([r.tokens for r in rows])
+        head = common_prefix([r.tokens for r in rows])
         head = head[: min(len(head), min(len(r.tokens) for r in rows) - 1, self.config.context_tokens - 1)]
-        kept = len(_common_prefix([self._head, head]))
+        kept = len(common_prefix([self._head, head]))
         memory = self._ctx.memory
         llama_cpp.llama_memory_seq_rm(memory, self._head_seq, kept, -1)
         self._head = head[:kept]
@@ -491,7 +494,9 @@ class LlamaCppLLM:
                 from hoprag.llm.grammar import DecodingGrammars
 
                 try:
-                    self._grammars = DecodingGrammars(None, self._n_vocab, view=self._vocabulary_view())
+                    self._grammars = DecodingGrammars(
+                        None, self._n_vocab, view=vocabulary_view(self._model, self._n_vocab)
+                    )
                 except Exception as error:
                     logger.warning(
                         "constrained decoding is off for %s: llguidance cannot read its vocabulary (%s)",
@@ -501,106 +506,6 @@ class LlamaCppLLM:
                     self.config = self.config.model_copy(update={"constrained_decoding": False})
                     return None
             return self._grammars
-
-    def _vocabulary_view(self) -> Any:
-        """llguidance's view of the GGUF vocabulary: each token's bytes, the special tokens and how
-        text tokenizes (the vocabulary as llama.cpp itself reads it)."""
-        import llama_cpp
-        import llguidance
-
-        model = self._model
-        tokens: list[bytes] = []
-        special: list[int] = []
-        buffer = ctypes.create_string_buffer(256)
-        for token in range(self._n_vocab):
-            n = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, True)
-            tokens.append(buffer.raw[: max(0, n)])
-            attr = int(llama_cpp.llama_vocab_get_attr(self._vocab, token))
-            if attr & _TOKEN_ATTR_CONTROL or (
-                attr & _TOKEN_ATTR_USER_DEFINED and tokens[-1].startswith(b"<") and tokens[-1].endswith(b">")
-            ):
-                special.append(token)
-
-        class Vocabulary:
-            def __init__(self) -> None:
-                self.tokens = tokens
-                self.special_token_ids = special
-                self.eos_token_id = int(model.token_eos())
-                bos = int(model.token_bos())
-                self.bos_token_id = bos if bos >= 0 else None
-
-            def __call__(self, text: bytes | str) -> list[int]:
-                data = text if isinstance(text, bytes) else text.encode("utf-8")
-                return list(model.tokenize(data, add_bos=False, special=False))
-
-        return llguidance.LLTokenizer(
-            llguidance.TokenizerWrapper(Vocabulary()),
-            n_vocab=self._n_vocab,
-            eos_token=int(model.token_eos()),
-            slices=[],
-        )
-
-
-def _init_backend() -> None:
-    """Initialize llama.cpp once per process, its log lines routed to the ``llama.cpp`` logger (each
-    load prints ~40 lines to stderr otherwise; they show at DEBUG)."""
-    global _backend_initialized, _log_callback
-    with _BACKEND_READY:
-        if not _backend_initialized:
-            import llama_cpp
-
-            native = logging.getLogger("llama.cpp")
-            # ggml's levels: 1 debug, 2 info (chatter: every buffer of a load), 3 warn, 4 error,
-            # 5 the previous line continued
-            levels = {1: logging.DEBUG, 2: logging.DEBUG, 3: logging.WARNING, 4: logging.ERROR}
-            last = [logging.DEBUG]
-
-            @llama_cpp.llama_log_callback
-            def route(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
-                last[0] = levels.get(level, last[0])
-                line = text.decode(errors="replace").rstrip()
-                # warnings about choices made here on purpose: one KV buffer for all rows is larger
-                # than the training context (each row's positions stay within context_tokens), and
-                # several sequences need the full sliding-window cache
-                chosen = "n_ctx_train" in line or "full-size SWA cache" in line
-                native.log(logging.DEBUG if chosen else last[0], "%s", line)
-
-            _log_callback = route  # kept alive: llama.cpp holds only the C pointer
-            llama_cpp.llama_log_set(route, ctypes.c_void_p(0))
-            llama_cpp.llama_backend_init()
-            _backend_initialized = True
-
-
-def _chat_formatter(template: str, model: Any) -> Any:
-    """The GGUF's chat template as a function of the messages (the generation prompt added)."""
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-    def text_of(token: int) -> str:
-        if token < 0:
-            return ""
-        return model.token_get_text(token) or ""
-
-    formatter = Jinja2ChatFormatter(
-        template=template, eos_token=text_of(model.token_eos()), bos_token=text_of(model.token_bos())
-    )
-
-    def render(messages: Sequence[Any]) -> str:
-        return str(formatter(messages=[dict(m) for m in messages]).prompt)
-
-    return render
-
-
-def _common_prefix(sequences: Sequence[Sequence[int]]) -> list[int]:
-    """The longest token list every sequence starts with."""
-    if not sequences:
-        return []
-    first = sequences[0]
-    length = min(len(s) for s in sequences)
-    for i in range(length):
-        token = first[i]
-        if any(s[i] != token for s in sequences[1:]):
-            return list(first[:i])
-    return list(first[:length])
 
 
 def _completion(row: _Row) -> Completion:
@@ -625,4 +530,5 @@ BACKEND = BackendSpec(
     constructor=LlamaCppLLM,
     model_id=llamacpp_model_id,
     needs="optional: model (a known name or a GGUF path), n_threads, ...",
+    task_model_id=llamacpp_task_model_id,
 )

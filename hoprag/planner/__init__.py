@@ -7,7 +7,8 @@ Entry points: :class:`Planner` (built by :func:`hoprag.qa.builder.assemble_qa_sy
 
 from hoprag.planner.config import PlannerConfig
 from hoprag.planner.knowledge import KnowledgeGraphView
-from hoprag.planner.planner import NOT_ENOUGH_INFO, Planner, PlannerInputError
+from hoprag.planner.planner import Planner
+from hoprag.planner.questions import NOT_ENOUGH_INFO, PlannerInputError
 from hoprag.planner.trace import Answer
 
 __all__ = ["NOT_ENOUGH_INFO", "Answer", "KnowledgeGraphView", "Planner", "PlannerConfig", "PlannerInputError"]

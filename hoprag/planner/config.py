@@ -110,6 +110,16 @@ class PlannerConfig(StrictModel):
     denoise: bool = Field(default=False, description="Rewrite the question without irrelevant details first.")
     enhance_question: bool = Field(default=False, description="Rewrite the question more explicitly first.")
 
+    max_llm_calls: int | None = Field(
+        default=12,
+        ge=2,
+        description="LLM calls one question may make (cache hits are free), whatever the backend. Before "
+        "each step and each update the planner checks that it fits with a call left for the final "
+        "answer (a step is priced at the most a step of the question cost so far, 2 before any); when it "
+        "does not, the search stops and the answer is asked from what was found (a trace note says so). "
+        "null: no limit.",
+    )
+
     # Call economy (hoprag); paper_like() switches all of them off.
     batch_calls: bool = Field(default=True, description="Send independent prompts of a step as one batch.")
     cache_size: int = Field(

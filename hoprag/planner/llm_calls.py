@@ -73,6 +73,11 @@ class CallLedger:
             "prompt_version": PLANNER_PROMPT_VERSION,
         }
 
+    def affords(self, more: int, budget: int | None, reserve: int = 1) -> bool:
+        """Whether ``more`` calls still fit ``budget`` (``None``: no limit) with ``reserve`` calls left
+        for the final answer."""
+        return budget is None or self.calls + more + reserve <= budget
+
     def calls_by_purpose(self) -> dict[str, int]:
         counts: Counter[str] = Counter()
         for r in self.records:

@@ -49,6 +49,7 @@ from hoprag.planner.parsing import (
     parse_update,
     parse_yes_no,
 )
+from hoprag.planner.questions import NOT_ENOUGH_INFO, PlannerInputError, check_question, normalize
 from hoprag.planner.trace import Answer, ClueTrace, DocumentEvidence, StepTrace
 from hoprag.planner.traversal.base import ClueQuery, Knowledge, Traversal, merge_knowledge
 from hoprag.planner.traversal.build import build_traversals
@@ -58,23 +59,7 @@ from hoprag.text import dictionary_mentions
 if TYPE_CHECKING:
     from hoprag.qa.events import EventSink
 
-NOT_ENOUGH_INFO = "NotEnoughInfo"
 T = TypeVar("T")
-
-
-class PlannerInputError(ValueError):
-    """A question the planner refuses (empty, or longer than ``max_question_chars``)."""
-
-
-def check_question(question: str, max_chars: int) -> str:
-    """The question whitespace-normalized, or :class:`PlannerInputError` when empty or too long
-    (every QA mode checks questions with this)."""
-    text = " ".join(question.split()) if isinstance(question, str) else ""
-    if not text:
-        raise PlannerInputError("the question is empty")
-    if len(text) > max_chars:
-        raise PlannerInputError(f"the question has {len(text)} characters; the limit is {max_chars}")
-    return text
 
 
 class Planner:
@@ -212,9 +197,16 @@ class Planner:
             events.stage("plan", question=question, plan=list(plan))
         found: list[tuple[str, str]] = []
         chained: set[int] = set()  # plan positions whose placeholders an earlier answer filled
-        done = 0
+        done, step_cost = 0, 2  # the most a step cost: the price of the next (max_llm_calls)
         while done < len(plan) and done < cfg.max_steps:
+            if not ledger.affords(step_cost, cfg.max_llm_calls):
+                notes.append(
+                    f"stopped at max_llm_calls={cfg.max_llm_calls} with {len(plan) - done} steps left"
+                )
+                break
+            before = ledger.calls
             step = self._run_step(len(steps), plan[done], ledger, events)
+            step_cost = max(step_cost if done else 0, ledger.calls - before, 1)
             steps.append(step)
             found.append((step.query, step.answer or P.UNKNOWN))
             done += 1
@@ -269,6 +261,9 @@ class Planner:
                     and not any(P.PLACEHOLDER.search(s) for s in remaining)
                 ):
                     continue
+                if not ledger.affords(1, cfg.max_llm_calls):
+                    notes.append(f"stopped at max_llm_calls={cfg.max_llm_calls} before an update")
+                    break
                 update = self._ask(
                     P.update_prompt(
                         question,
@@ -333,7 +328,12 @@ class Planner:
         final = self._ask_final(spec, ledger, "final_answer", stream_to, question, notes)
         final = self._supported_final(final, question, steps[first_step:], notes)
         searched = any(normalize(s.query) == normalize(question) for s in steps[first_step:])
-        if final or not cfg.question_fallback or searched:
+        if (
+            final
+            or not cfg.question_fallback
+            or searched
+            or not ledger.affords(step_cost, cfg.max_llm_calls, 0)
+        ):
             return final
         # The plan's steps did not reach an answer: search the question whole, as retrieve mode does.
         step = self._run_step(len(steps), question, ledger, events)
@@ -594,7 +594,3 @@ class Planner:
 
     def _validate(self, question: str) -> str:
         return check_question(question, self.config.max_question_chars)
-
-
-def normalize(text: str) -> str:
-    return " ".join(text.lower().split())

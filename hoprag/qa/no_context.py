@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from hoprag.llm.base import LLM, Completion, Prompt
 from hoprag.planner import prompts as P
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
-from hoprag.planner.planner import NOT_ENOUGH_INFO, PlannerInputError, check_question
+from hoprag.planner.questions import NOT_ENOUGH_INFO, PlannerInputError, check_question
 from hoprag.planner.trace import Answer, StepTrace
 from hoprag.qa.retrieve import answer_from_completion
 from hoprag.qa.system import QAMode, answer_one

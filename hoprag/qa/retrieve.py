@@ -23,7 +23,7 @@ from hoprag.planner.answer_type import fit_answer
 from hoprag.planner.knowledge import KnowledgeGraphView
 from hoprag.planner.llm_calls import CachedLLM, CallLedger
 from hoprag.planner.parsing import parse_answer
-from hoprag.planner.planner import NOT_ENOUGH_INFO, PlannerInputError, check_question
+from hoprag.planner.questions import NOT_ENOUGH_INFO, PlannerInputError, check_question
 from hoprag.planner.trace import Answer, ClueTrace, DocumentEvidence, StepTrace, TripleEvidence
 from hoprag.planner.traversal.retriever import RetrieverTraversal
 from hoprag.qa.config import RetrieveModeSettings

@@ -69,7 +69,7 @@ def error_kind(exc: BaseException) -> str:
     from ray.exceptions import ActorUnavailableError, RayActorError
     from ray.serve.exceptions import BackPressureError
 
-    from hoprag.planner.planner import PlannerInputError
+    from hoprag.planner.questions import PlannerInputError
     from serving.deployments.qa import NotReadyError
 
     if isinstance(exc, BackPressureError):

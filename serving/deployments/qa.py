@@ -202,7 +202,7 @@ class QADeployment:
         if not self.ready():
             raise NotReadyError("the index and models are still loading")
         from hoprag.llm.streaming import CancelToken
-        from hoprag.planner.planner import check_question
+        from hoprag.planner.questions import check_question
         from hoprag.qa.events import EventSink, StreamCancelled
         from serving.streaming import run_in_thread
 

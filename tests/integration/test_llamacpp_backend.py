@@ -29,10 +29,12 @@ PASSAGES = [
 
 @pytest.fixture(scope="module")
 def llm():
-    from hoprag.llm.llamacpp import LlamaCppConfig, LlamaCppLLM
+    from hoprag.llm.llamacpp import LlamaCppLLM
+    from hoprag.llm.llamacpp_config import LlamaCppConfig
 
+    # the base model (its few-shot prompts); the shipped student is tested on its own below
     return LlamaCppLLM(
-        LlamaCppConfig(model="gemma-3-270m", max_batch_size=4, context_tokens=1024, n_threads=1)
+        LlamaCppConfig(model="gemma-3-270m", max_batch_size=4, context_tokens=1024, n_threads=1, adapter=None)
     )
 
 
@@ -132,3 +134,32 @@ def test_the_factory_builds_it_from_the_llm_section() -> None:
     built = build_llm(config)
     assert built.model_id == expected_model_id(config)
     assert built.generate(["Paris is the capital of"], GenerationParams(max_new_tokens=4))[0].ok
+
+
+def test_the_shipped_student_runs_on_llamacpp_for_its_tasks_only(llm) -> None:
+    # The default adapter is the shipped student (a PEFT LoRA of the packaged Gemma), converted to a
+    # llama.cpp LoRA GGUF and applied at run time to the tasks its student.json lists; other prompts
+    # get the base weights, as on the embedded backend.
+    from hoprag.llm.adapters import adapter_fingerprint, packaged_student_dir
+    from hoprag.llm.base import TASK_OPENIE, TASK_PLAN, uses_student_prompt
+    from hoprag.llm.llamacpp import LlamaCppLLM
+    from hoprag.llm.llamacpp_config import LlamaCppConfig
+
+    student = LlamaCppLLM(
+        LlamaCppConfig(model="gemma-3-270m", max_batch_size=4, context_tokens=1024, n_threads=1)
+    )
+    fingerprint = adapter_fingerprint(packaged_student_dir())
+    assert student.model_id == f"{llm.model_id}+adapter:{fingerprint}"
+    assert student.task_model_id(TASK_OPENIE).endswith(fingerprint)
+    assert student.task_model_id(TASK_PLAN) == llm.model_id
+    assert uses_student_prompt(student, TASK_OPENIE) and not uses_student_prompt(llm, TASK_OPENIE)
+    specs = [openie_prompt(p, "completion", max_new_tokens=96, student=True) for p in PASSAGES]
+    taught = student.generate([s.prompt for s in specs], specs[0].params)
+    base = llm.generate([s.prompt for s in specs], specs[0].params)
+    assert [c.text for c in taught] != [c.text for c in base]  # the adapter changes the answers
+    for passage, out in zip(PASSAGES, taught, strict=True):
+        assert parse_openie_output(out.text, passage).triples, out.text
+    # a prompt of a task no student lists runs on the base weights: the same answer as the base model
+    plain = GenerationParams(max_new_tokens=12, task=TASK_PLAN)
+    prompt = "Question: Who directed The Salt Ledger?\nSteps:\n"
+    assert student.generate([prompt], plain)[0].text == llm.generate([prompt], plain)[0].text

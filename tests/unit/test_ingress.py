@@ -709,7 +709,7 @@ def test_a_streamed_answer_is_stage_and_token_events_then_the_usual_body(make_cl
 
 
 def test_errors_known_before_the_first_event_are_plain_http_errors(make_client: Make) -> None:
-    from hoprag.planner.planner import PlannerInputError
+    from hoprag.planner.questions import PlannerInputError
     from serving.deployments.qa import NotReadyError
 
     client, qa = make_client()
