@@ -175,4 +175,5 @@ PAPER_CALL_PATTERN: dict[str, object] = {
     "literal_clue_queries": False,
     "skip_needless_updates": False,
     "fill_placeholders": False,
+    "max_llm_calls": None,  # the paper spends ~42 calls a question
 }

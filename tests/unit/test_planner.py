@@ -306,6 +306,28 @@ def test_max_steps_bounds_an_ever_growing_plan(film_kg) -> None:
     assert any("max_steps=3" in n for n in result.notes)
 
 
+@pytest.mark.parametrize("budget", [4, 5, 6, 7])
+def test_the_call_budget_holds_and_leaves_the_final_answer_a_call(film_kg, budget: int) -> None:
+    # Without substitution the Payment On Demand case costs 8 calls (the test above). Under a
+    # smaller budget the search stops early, says so, and still asks for the final answer.
+    llm = ScriptedPlannerLLM(_script())
+    config = PlannerConfig(fill_placeholders=False, max_llm_calls=budget)
+    result = Planner(film_kg, llm, config).answer(QUESTION)
+    assert result.llm_calls <= budget
+    assert any(f"max_llm_calls={budget}" in n for n in result.notes)
+    assert llm.kinds()[-1] in ("final", "answer")  # the last call answers the question
+
+
+def test_an_ever_growing_plan_stops_at_the_call_budget_before_max_steps(film_kg) -> None:
+    rules = [Rule("plan", "1. Who is [a]?\n2. Who is [b]?"), Rule("update", "2. Who is [c]?\n3. Who is [d]?")]
+    config = PlannerConfig(max_steps=32, max_llm_calls=12)
+    result = Planner(film_kg, ScriptedPlannerLLM(rules), config).answer("Who is it?")
+    assert result.llm_calls <= 12 and len(result.steps) < 32
+    assert any("max_llm_calls=12" in n for n in result.notes)
+    unlimited = Planner(film_kg, ScriptedPlannerLLM(rules), PlannerConfig(max_steps=32, max_llm_calls=None))
+    assert unlimited.answer("Who is it?").llm_calls > 12
+
+
 @pytest.mark.parametrize("question", ["", "   ", "x" * 3000])
 def test_empty_and_huge_questions_are_refused(film_kg, question: str) -> None:
     with pytest.raises(PlannerInputError):
