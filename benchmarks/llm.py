@@ -47,7 +47,7 @@ def build_system(spec: str, batch: int) -> Any:
             raise ValueError(f"the embedded engine runs gemma-3-270m only, not {model!r}")
         section = {"adapter": None, "max_batch_size": batch}
     elif engine == "llamacpp":
-        section = {"model": model, "max_batch_size": batch, "context_tokens": 3072}
+        section = {"model": model, "max_batch_size": batch, "context_tokens": 3072, "adapter": None}
     else:
         raise ValueError(f"unknown engine {engine!r} in {spec!r}: embedded or llamacpp")
     return build_llm(LLMBackendConfig.model_validate({"backend": engine, engine: section}))
@@ -129,27 +129,50 @@ def measure_kinds(systems: dict[str, Any], repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
-def measure_batched_openie(systems: dict[str, Any], paragraphs: int) -> list[dict[str, Any]]:
-    """Paragraphs per minute of batched OpenIE (the indexing path), systems taking turns."""
+def measure_batched_openie(systems: dict[str, Any], paragraphs: int, batch: int) -> list[dict[str, Any]]:
+    """Paragraphs per minute of batched OpenIE (the indexing path: batches of ``batch`` paragraphs as
+    an indexing actor receives them), systems one after the other, with the rate of the first and
+    the last tenth of the paragraphs (a run that slows down shows here)."""
     from hoprag.extraction.prompts import openie_prompt
 
     texts = wiki_paragraphs(paragraphs)
     rows = []
     for name, llm in systems.items():
         specs = [openie_prompt(t, llm.prompt_style) for t in texts]
-        started = time.perf_counter()
-        outputs = llm.generate([s.prompt for s in specs], specs[0].params)
-        seconds = time.perf_counter() - started
+        done: list[tuple[int, float]] = []  # (paragraphs, seconds) per batch
+        tokens = errors = 0
+        for start in range(0, len(specs), batch):
+            chunk = specs[start : start + batch]
+            began = time.perf_counter()
+            outputs = llm.generate([s.prompt for s in chunk], chunk[0].params)
+            done.append((len(chunk), time.perf_counter() - began))
+            tokens += sum(o.completion_tokens for o in outputs)
+            errors += sum(not o.ok for o in outputs)
+        seconds = sum(s for _, s in done)
+        tenth = max(1, len(done) // 10)
         rows.append(
             {
                 "system": name,
                 "paragraphs": len(texts),
                 "paragraphs_per_min": round(60 * len(texts) / seconds, 1),
-                "completion_tok_s": round(sum(o.completion_tokens for o in outputs) / seconds, 1),
-                "errors": sum(not o.ok for o in outputs),
+                "first_tenth_per_min": round(
+                    60 * sum(n for n, _ in done[:tenth]) / sum(s for _, s in done[:tenth]), 1
+                ),
+                "last_tenth_per_min": round(
+                    60 * sum(n for n, _ in done[-tenth:]) / sum(s for _, s in done[-tenth:]), 1
+                ),
+                "completion_tok_s": round(tokens / seconds, 1),
+                "errors": errors,
+                "peak_rss_mb": _peak_rss_mb(),
             }
         )
     return rows
+
+
+def _peak_rss_mb() -> int:
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) // 1024
 
 
 def measure_reading(systems: dict[str, Any], count: int) -> list[dict[str, Any]]:
@@ -263,7 +286,7 @@ def run_llm_benchmark(args: argparse.Namespace) -> int:
     }
     results["kinds"] = measure_kinds(systems, args.repeat)
     if args.paragraphs:
-        results["batched_openie"] = measure_batched_openie(systems, args.paragraphs)
+        results["batched_openie"] = measure_batched_openie(systems, args.paragraphs, args.batch)
     if args.reading:
         results["reading"] = measure_reading(systems, args.reading)
     if args.contention:

@@ -117,7 +117,7 @@ class LlamaCppLLM:
         rows = self.config.max_batch_size
         context_params = llama_cpp.llama_context_default_params()
         # one more sequence than rows: it holds the prompt head the rows share (see _prefill_shared)
-        context_params.n_ctx = self.config.context_tokens * (rows + 1)
+        context_params.n_ctx = self.config.kv_cache_tokens
         context_params.n_seq_max = rows + 1
         context_params.n_batch = max(self.config.prompt_batch_tokens, rows)
         context_params.n_ubatch = context_params.n_batch
@@ -178,9 +178,7 @@ class LlamaCppLLM:
         rows = [self._row(i, prompt, params) for i, prompt in enumerate(prompts)]
         # similar lengths decode together: rows of one chunk end at similar steps
         order = sorted((r for r in rows if not r.done), key=lambda r: len(r.tokens))
-        step = self.config.max_batch_size
-        for start in range(0, len(order), step):
-            chunk = order[start : start + step]
+        for chunk in self._chunks(order):
             try:
                 with self._lock:
                     self._decode(chunk, params)
@@ -189,6 +187,22 @@ class LlamaCppLLM:
                 for row in chunk:
                     row.finish, row.error = "error", f"generation_failed: {exc}"
         return [_completion(r) for r in rows]
+
+    def _chunks(self, rows: list[_Row]) -> Iterator[list[_Row]]:
+        """Rows decoded together: at most ``max_batch_size``, and only as many as their prompts and
+        answers fit the KV cache with room for the cached prompt head (``context_tokens``)."""
+        room = self.config.kv_cache_tokens - self.config.context_tokens
+        chunk: list[_Row] = []
+        used = 0
+        for row in rows:
+            need = len(row.tokens) + row.max_new
+            if chunk and (len(chunk) == self.config.max_batch_size or used + need > room):
+                yield chunk
+                chunk, used = [], 0
+            chunk.append(row)
+            used += need
+        if chunk:
+            yield chunk
 
     def stream(
         self, prompt: Prompt, params: GenerationParams, cancel: CancelToken | None = None
@@ -290,7 +304,7 @@ class LlamaCppLLM:
             row.seq = seq
             if shared:
                 llama_cpp.llama_memory_seq_cp(memory, self._head_seq, seq, 0, shared)
-            self._prefill(row, seq, shared)
+        self._prefill(rows, shared)
         active = [r for r in rows if not r.done]
         while active:
             for row in active:
@@ -386,27 +400,34 @@ class LlamaCppLLM:
         self.head_tokens_reused += kept * len(rows) + (len(head) - kept) * (len(rows) - 1)
         return len(head)
 
-    def _prefill(self, row: _Row, seq: int, start_at: int = 0) -> None:
+    def _prefill(self, rows: list[_Row], start_at: int) -> None:
+        """Prefill each row's prompt from ``start_at`` (the shared head is already there), the rows'
+        tokens packed into full ``prompt_batch_tokens`` batches: one larger matrix product per
+        batch instead of one per row's remainder."""
         import llama_cpp
 
+        queue = [(row, pos) for row in rows for pos in range(start_at, len(row.tokens))]
         batch = self._batch.batch
-        for start in range(start_at, len(row.tokens), self._n_batch):
-            piece = row.tokens[start : start + self._n_batch]
+        for begin in range(0, len(queue), self._n_batch):
+            piece = queue[begin : begin + self._n_batch]
             batch.n_tokens = len(piece)
-            for i, token in enumerate(piece):
-                batch.token[i] = token
-                batch.pos[i] = start + i
-                batch.seq_id[i][0] = seq
+            for i, (row, pos) in enumerate(piece):
+                batch.token[i] = row.tokens[pos]
+                batch.pos[i] = pos
+                batch.seq_id[i][0] = row.seq
                 batch.n_seq_id[i] = 1
-                batch.logits[i] = False
-            batch.logits[len(piece) - 1] = start + len(piece) == len(row.tokens)
+                batch.logits[i] = pos == len(row.tokens) - 1
             status = llama_cpp.llama_decode(self._ctx.ctx, batch)
             if status != 0:
-                row.finish, row.error = "error", f"prefill_failed: llama_decode returned {status}"
+                for row in rows:
+                    if row.logits is None:
+                        row.finish, row.error = "error", f"prefill_failed: llama_decode returned {status}"
                 return
-        row.logits = self._logits(len(piece) - 1).copy()  # the next prefill overwrites the buffer
-        if row.max_new == 0:
-            row.finish = "length"
+            for i, (row, pos) in enumerate(piece):
+                if pos == len(row.tokens) - 1:  # the next batch overwrites the logits buffer
+                    row.logits = self._logits(i).copy()
+                    if row.max_new == 0:
+                        row.finish = "length"
 
     def _logits(self, batch_index: int) -> np.ndarray:
         import llama_cpp

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from hoprag.config import StrictModel
 from hoprag.llm.adapters import (
@@ -42,8 +42,29 @@ class LlamaCppConfig(StrictModel):
         "error 'prompt_too_long'; an answer that would overflow it ends with finish_reason 'length'.",
     )
     max_batch_size: int = Field(
-        default=8, ge=1, le=64, description="Sequences decoded together (one KV-cache stream each)."
+        default=16,
+        ge=1,
+        le=64,
+        description="Sequences decoded together at most (fewer when their prompts and answers would "
+        "overflow kv_cache_tokens).",
     )
+    kv_cache_tokens: int = Field(
+        default=16384,
+        ge=1024,
+        description="KV-cache cells of the one buffer all rows share (memory: Gemma 270M ~18 KB a cell, "
+        "Qwen2.5 1.5B ~28 KB): rows are decoded together only while their prompts and answers fit in "
+        "it beside one context_tokens for the cached prompt head.",
+    )
+
+    @model_validator(mode="after")
+    def _head_and_a_row_fit(self) -> LlamaCppConfig:
+        if self.kv_cache_tokens < 2 * self.context_tokens:
+            raise ValueError(
+                f"kv_cache_tokens={self.kv_cache_tokens} must hold two contexts (2 x context_tokens="
+                f"{2 * self.context_tokens}): the cached prompt head and one row"
+            )
+        return self
+
     prompt_batch_tokens: int = Field(
         default=512, ge=32, description="Prompt tokens per prefill call (llama.cpp's n_batch)."
     )

@@ -35,10 +35,12 @@ def init_backend() -> None:
             def route(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
                 last[0] = levels.get(level, last[0])
                 line = text.decode(errors="replace").rstrip()
-                # warnings about choices made here on purpose: one KV buffer for all rows is larger
-                # than the training context (each row's positions stay within context_tokens), and
+                # warnings about choices made here on purpose: one KV buffer for all rows may be
+                # larger than the training context (each row's positions stay within context_tokens),
                 # several sequences need the full sliding-window cache
-                chosen = "n_ctx_train" in line or "full-size SWA cache" in line
+                # full sliding-window cache, and a LoRA beside repacked weights computes on the plain
+                # CPU buffer (a warning per layer)
+                chosen = "n_ctx_train" in line or "full-size SWA cache" in line or "cannot use buft" in line
                 native.log(logging.DEBUG if chosen else last[0], "%s", line)
 
             _log_callback = route  # kept alive: llama.cpp holds only the C pointer
