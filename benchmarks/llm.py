@@ -163,7 +163,7 @@ def measure_batched_openie(systems: dict[str, Any], paragraphs: int, batch: int)
                 ),
                 "completion_tok_s": round(tokens / seconds, 1),
                 "errors": errors,
-                "peak_rss_mb": _peak_rss_mb(),
+                "process_peak_rss_mb": _peak_rss_mb(),  # the whole process so far (every system loaded)
             }
         )
     return rows
