@@ -295,9 +295,8 @@ class LlamaCppLLM:
 
         self._use_adapter(params.task)
         memory = self._ctx.memory
-        # A fresh buffer per batch. Kept across calls, a cached head's cells end up among freed rows'
-        # cells anywhere in the buffer, and every decode step attends up to the highest cell in use:
-        # indexing 1,092 HotpotQA rows slowed from ~190 to ~60 rows/min that way.
+        # A fresh buffer per batch: a batch's cells start at the buffer's beginning, so a decode step
+        # attends over the cells in use and not up to wherever freed cells of earlier batches lay.
         llama_cpp.llama_memory_clear(memory, True)
         rng = np.random.default_rng(self.config.seed)
         shared = self._prefill_shared(rows)

@@ -165,3 +165,23 @@ def test_the_shipped_student_runs_on_llamacpp_for_its_tasks_only(llm) -> None:
     plain = GenerationParams(max_new_tokens=12, task=TASK_PLAN)
     prompt = "Question: Who directed The Salt Ledger?\nSteps:\n"
     assert student.generate([prompt], plain)[0].text == llm.generate([prompt], plain)[0].text
+
+
+def test_a_batch_larger_than_the_kv_cache_is_decoded_in_parts_that_fit() -> None:
+    # 6 prompts of ~150 tokens with 40-token answers need ~1,150 cells; a 1,024-cell buffer (512 kept
+    # for the shared head) takes them a few at a time, and every row still answers.
+    from hoprag.llm.llamacpp import LlamaCppLLM
+    from hoprag.llm.llamacpp_config import LlamaCppConfig
+
+    small = LlamaCppLLM(
+        LlamaCppConfig(
+            model="gemma-3-270m", adapter=None, max_batch_size=6, context_tokens=512, kv_cache_tokens=1024
+        )
+    )
+    prompts = [f"{PASSAGES[i % 3]} " * 6 + f"\nSummary {i}:" for i in range(6)]
+    rows = [small._row(i, p, GenerationParams(max_new_tokens=40)) for i, p in enumerate(prompts)]
+    chunks = list(small._chunks(rows))
+    assert len(chunks) > 1 and sum(len(c) for c in chunks) == 6
+    assert all(sum(len(r.tokens) + r.max_new for r in c) <= 1024 - 512 for c in chunks)
+    outputs = small.generate(prompts, GenerationParams(max_new_tokens=40))
+    assert all(o.ok and o.completion_tokens > 0 for o in outputs)
