@@ -97,6 +97,9 @@ def start_local_ray(
     """
     import ray
 
+    from hoprag.threads import wait_passively
+
+    wait_passively()  # the node's workers (model runners among them) inherit it: hoprag/threads.py
     hook = None if include_dashboard else f"{without_state_api.__module__}.{without_state_api.__name__}"
     with _agent_on_a_free_port(), _workers_run_setup(hook):
         ray.init(

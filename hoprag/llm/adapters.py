@@ -16,7 +16,9 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
 
 logger = logging.getLogger(__name__)
 
@@ -191,6 +193,11 @@ def check_adapter_list(value: str | list[str] | None) -> str | list[str] | None:
         if len(set(value)) != len(value):
             raise ValueError(f"an adapter is listed twice: {value}")
     return value
+
+
+AdapterSetting = Annotated[str | list[str] | None, AfterValidator(check_adapter_list)]
+"""A backend's ``adapter`` setting: one adapter directory, a list (validated by
+:func:`check_adapter_list`), :data:`PACKAGED_STUDENT`, or null."""
 
 
 def adapters_id_suffix(adapters: Sequence[Path], setting: str) -> str:

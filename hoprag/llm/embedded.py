@@ -19,15 +19,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from hoprag.atomic import file_lock
 from hoprag.config import StrictModel
 from hoprag.llm.adapters import (
     PACKAGED_STUDENT,
+    AdapterSetting,
     adapter_paths,
     adapters_id_suffix,
-    check_adapter_list,
     task_adapter_id_suffix,
 )
 from hoprag.llm.base import (
@@ -89,7 +89,7 @@ class EmbeddedLLMConfig(StrictModel):
         description="Longer prompts are cut from the left (the few-shot head stays intact "
         "only if the caller keeps documents short; the indexer truncates documents itself).",
     )
-    adapter: str | list[str] | None = Field(
+    adapter: AdapterSetting = Field(
         default=PACKAGED_STUDENT,
         description="A LoRA adapter directory of this base model (`hoprag distill` output, or any PEFT "
         "adapter): merged at load into a copy of the weights it changes. When it holds a student.json, "
@@ -110,11 +110,6 @@ class EmbeddedLLMConfig(StrictModel):
         "lines) so that the answer follows it (llguidance; hoprag/llm/grammar.py). false: free "
         "decoding, read by the tolerant parsers.",
     )
-
-    @field_validator("adapter")
-    @classmethod
-    def _one_or_more_adapters(cls, value: str | list[str] | None) -> str | list[str] | None:
-        return check_adapter_list(value)
 
     @property
     def compute_dtype(self) -> Literal["bfloat16", "float32"]:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from hoprag.config import StrictModel
 from hoprag.llm.adapters import (
     PACKAGED_STUDENT,
+    AdapterSetting,
     adapter_paths,
     adapters_id_suffix,
-    check_adapter_list,
     task_adapter_id_suffix,
 )
 from hoprag.llm.gguf_models import GEMMA_270M, gguf_model_id
@@ -77,7 +77,7 @@ class LlamaCppConfig(StrictModel):
         "GGUF's vocabulary). false: free decoding, read by the tolerant parsers.",
     )
     seed: int = Field(default=0, description="Seed of sampling at temperature > 0 (greedy ignores it).")
-    adapter: str | list[str] | None = Field(
+    adapter: AdapterSetting = Field(
         default=PACKAGED_STUDENT,
         description="LoRA adapters as llm.embedded.adapter takes them (a `hoprag distill` student, a "
         "list of students routed by task, or any PEFT LoRA of this base), converted once to llama.cpp's "
@@ -85,11 +85,6 @@ class LlamaCppConfig(StrictModel):
         "default): the shipped student, for model gemma-3-270m only; null: the base model with its "
         "few-shot prompts.",
     )
-
-    @field_validator("adapter")
-    @classmethod
-    def _one_or_more_adapters(cls, value: str | list[str] | None) -> str | list[str] | None:
-        return check_adapter_list(value)
 
     @property
     def adapter_dirs(self) -> tuple[Path, ...]:

@@ -10,9 +10,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hoprag.llm.adapters import (
+    AdapterSetting,
     adapter_paths,
     adapters_id_suffix,
-    check_adapter_list,
     task_adapter_id_suffix,
 )
 
@@ -125,7 +125,7 @@ class VLLMConfig(BaseModel):
         description="Further vllm engine arguments (e.g. {'enable_prefix_caching': True, 'quantization': "
         "'awq'}). Keys that have a field of their own (enable_lora, max_loras: adapter) are rejected.",
     )
-    adapter: str | list[str] | None = Field(
+    adapter: AdapterSetting = Field(
         default=None,
         description="A LoRA adapter directory of this base model (`hoprag distill` output, or any PEFT "
         "adapter): vLLM serves it on top of the base weights (enable_lora). When it holds a "
@@ -157,11 +157,6 @@ class VLLMConfig(BaseModel):
         if clash:
             raise ValueError(f"engine_kwargs must not set {clash}; use the VLLMConfig fields instead")
         return v
-
-    @field_validator("adapter")
-    @classmethod
-    def _one_or_more_adapters(cls, value: str | list[str] | None) -> str | list[str] | None:
-        return check_adapter_list(value)
 
     @property
     def adapter_dirs(self) -> tuple[Path, ...]:
