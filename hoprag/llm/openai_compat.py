@@ -409,12 +409,16 @@ class OpenAICompatibleLLM:
             meta["detail"] = outcome.detail
         return Completion(text="", finish_reason="error", error=outcome.reason, metadata=meta)
 
-    def _send(self, request: dict[str, Any], stop: Sequence[str]) -> Completion | _Failure:
+    def _send(
+        self, request: dict[str, Any], stop: Sequence[str], keep_format: bool = False
+    ) -> Completion | _Failure:
         """One prompt through the SDK (which retries what is worth retrying): its completion, or why
         it failed. The SDK does not say how many attempts a failure took; for the failures it
-        retries, that is all of them."""
+        retries, that is all of them. ``keep_format``: send the request's response_format as it is
+        (the json_object retry), not the one this client sends now."""
         every_attempt = self.config.max_retries + 1
-        request = self._with_current_format(request)  # the endpoint may have refused one since
+        if not keep_format:
+            request = self._with_current_format(request)  # the endpoint may have refused one since
         try:
             raw = self._endpoint.with_raw_response.create(**request)
         except openai.BadRequestError as exc:
@@ -470,18 +474,16 @@ class OpenAICompatibleLLM:
         sent = request["response_format"]
         rest = {k: v for k, v in request.items() if k != "response_format"}
         if sent["type"] == "json_schema" and _refuses_response_format(exc):
+            # through _send, so a timeout or a server error of this retry is a failure like any
+            # other, and a refusal of json_object too goes on to no format (setting it for good)
             alternative = {
                 **rest,
                 "response_format": _response_format("json_object", "answer", _schema_of(sent)),
             }
-            try:
-                raw = self._endpoint.with_raw_response.create(**alternative)
-            except openai.APIStatusError as second:
-                if not (isinstance(second, openai.BadRequestError) or _refuses_response_format(second)):
-                    return self._send(rest, stop)
-            else:
+            outcome = self._send(alternative, stop, keep_format=True)
+            if isinstance(outcome, Completion):
                 with self._lock:
-                    first = self._structured == "json_schema"
+                    first = self._structured == "json_schema"  # not when json_object was refused too
                     if first:
                         self._structured = "json_object"
                         self._stats["structured_output_json_object"] = 1
@@ -493,7 +495,7 @@ class OpenAICompatibleLLM:
                         exc.status_code,
                         _short(exc.response.text),
                     )
-                return self._completion_of(raw, stop)
+            return outcome
         outcome = self._send(rest, stop)
         if isinstance(outcome, Completion):
             self._refuse_structured_output(exc)

@@ -650,6 +650,35 @@ def test_a_server_that_answers_500_to_json_schema_gets_the_schema_as_json_object
     assert sum("sending the schema as json_object" in r.getMessage() for r in caplog.records) == 1
 
 
+def test_a_json_object_retry_that_times_out_is_that_prompts_failure_not_a_crash() -> None:
+    # The retry with json_object goes through the same error handling as any request: a hang there
+    # is the prompt's timeout; the batch and the client go on.
+    refusal = {
+        "error": {"message": "Input should be 'text' or 'json_object'", "type": "internal_server_error"}
+    }
+    prompt, params = _json_spec()
+
+    def script(body: dict[str, Any], n: int) -> Reply:
+        kind = body.get("response_format", {}).get("type")
+        if kind == "json_schema":
+            return Reply(500, refusal)
+        if kind == "json_object":
+            return Reply(hang=True)
+        return ok_reply('{"named_entities": [], "triples": []}', style="chat")
+
+    with (
+        ScriptedServer(script) as srv,
+        _client(srv.base_url, "chat", max_concurrency=1, max_retries=0) as client,
+    ):
+        (c,) = client.generate([prompt], params)
+        (plain,) = client.generate(["no schema"], GenerationParams())
+    assert c.error == "timeout" and plain.ok
+    assert [b.get("response_format", {}).get("type") for _, b in srv.requests][:2] == [
+        "json_schema",
+        "json_object",
+    ]
+
+
 def test_a_500_for_another_reason_is_a_server_error_not_a_refusal() -> None:
     prompt, params = _json_spec()
     with (
