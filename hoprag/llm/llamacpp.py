@@ -6,10 +6,12 @@ transformers path, which de-quantizes the weights (issue 66; ``hoprag bench llm`
 it runs the instruct tiers (Qwen2.5-Coder 0.5B / 1.5B, :mod:`hoprag.llm.gguf_models`) in their
 quantized size.
 
-How it generates: one llama.cpp context holds up to ``max_batch_size`` sequences, each its own
-stream of the KV cache. A batch of prompts is prefilled sequence by sequence, then decoded
-together: every step feeds each unfinished row's last token in one ``llama_decode`` and picks each
-row's next token from its logits here (greedy, or sampled with ``temperature``). Picking here lets
+How it generates: one llama.cpp context holds up to ``max_batch_size`` sequences in one KV buffer
+(``kv_cache_tokens`` cells). A batch of prompts shares its common prompt head (prefilled once into a
+sequence of its own and copied into each row), its rows' remaining prompt tokens are prefilled
+packed into full batches, then the rows are decoded together: every step feeds each unfinished
+row's last token in one ``llama_decode`` and picks each row's next token from its logits here
+(greedy, or sampled with ``temperature``). Picking here lets
 the rows follow the prompt's JSON schema or line grammar with the same engine and grammars as the
 embedded backend (``llguidance``, :mod:`hoprag.llm.grammar`, over a view of the GGUF's own
 vocabulary), stop at stop sequences and at looping list lines, and be cancelled mid-stream.
@@ -39,6 +41,7 @@ from hoprag.llm.base import (
     PromptStyle,
     is_degenerate_list_output,
     render_chat_as_completion,
+    truncate_at_stop,
 )
 from hoprag.llm.llamacpp_config import (
     ADAPTER_SETTING,
@@ -46,7 +49,13 @@ from hoprag.llm.llamacpp_config import (
     llamacpp_model_id,
     llamacpp_task_model_id,
 )
-from hoprag.llm.llamacpp_native import chat_formatter, common_prefix, init_backend, vocabulary_view
+from hoprag.llm.llamacpp_native import (
+    chat_formatter,
+    common_prefix,
+    init_backend,
+    token_piece,
+    vocabulary_view,
+)
 from hoprag.llm.streaming import CancelToken, StopSequenceFilter, StreamItem
 
 if TYPE_CHECKING:
@@ -116,7 +125,7 @@ class LlamaCppLLM:
         self._n_vocab = int(self._model.n_vocab())
         rows = self.config.max_batch_size
         context_params = llama_cpp.llama_context_default_params()
-        # one more sequence than rows: it holds the prompt head the rows share (see _prefill_shared)
+        # one more sequence than rows: it holds the prompt head a batch's rows share (_prefill_shared)
         context_params.n_ctx = self.config.kv_cache_tokens
         context_params.n_seq_max = rows + 1
         context_params.n_batch = max(self.config.prompt_batch_tokens, rows)
@@ -128,7 +137,7 @@ class LlamaCppLLM:
         self._ctx = LlamaContext(model=self._model, params=context_params, verbose=False)
         self._batch = LlamaBatch(n_tokens=context_params.n_batch, embd=0, n_seq_max=1, verbose=False)
         self._n_batch = int(context_params.n_batch)
-        self._head_seq = rows  # the sequence holding the cached prompt head
+        self._head_seq = rows  # the sequence holding a batch's shared prompt head
         self.head_tokens_reused = 0  # prompt tokens not prefilled again: rows copied the shared head
         self._lock = threading.Lock()
         self._eog = {t for t in range(self._n_vocab) if llama_cpp.llama_vocab_is_eog(self._vocab, t)}
@@ -189,7 +198,8 @@ class LlamaCppLLM:
 
     def _chunks(self, rows: list[_Row]) -> Iterator[list[_Row]]:
         """Rows decoded together: at most ``max_batch_size``, and only as many as their prompts and
-        answers fit the KV cache with room for the cached prompt head (``context_tokens``)."""
+        answers fit the KV cache beside one ``context_tokens`` kept for the shared prompt head (an
+        upper bound: the head's cells are shared, not copied)."""
         room = self.config.kv_cache_tokens - self.config.context_tokens
         chunk: list[_Row] = []
         used = 0
@@ -315,15 +325,12 @@ class LlamaCppLLM:
             active = [r for r in active if not r.done]
             if not active:
                 break
-            batch = self._batch.batch
-            batch.n_tokens = len(active)
-            for j, row in enumerate(active):
-                batch.token[j] = row.generated[-1]
-                batch.pos[j] = len(row.tokens) + len(row.generated) - 1
-                batch.seq_id[j][0] = row.seq
-                batch.n_seq_id[j] = 1
-                batch.logits[j] = True
-            status = llama_cpp.llama_decode(self._ctx.ctx, batch)
+            status = self._submit(
+                [
+                    (row.generated[-1], len(row.tokens) + len(row.generated) - 1, row.seq, True)
+                    for row in active
+                ]
+            )
             if status != 0:
                 raise RuntimeError(f"llama_decode returned {status}")
             for j, row in enumerate(active):
@@ -373,17 +380,12 @@ class LlamaCppLLM:
 
         head = common_prefix([r.tokens for r in rows]) if len(rows) > 1 else []
         head = head[: min(len(head), min(len(r.tokens) for r in rows) - 1)]
-        batch = self._batch.batch
         for start in range(0, len(head), self._n_batch):
             piece = head[start : start + self._n_batch]
-            batch.n_tokens = len(piece)
-            for i, token in enumerate(piece):
-                batch.token[i] = token
-                batch.pos[i] = start + i
-                batch.seq_id[i][0] = self._head_seq
-                batch.n_seq_id[i] = 1
-                batch.logits[i] = False
-            if llama_cpp.llama_decode(self._ctx.ctx, batch) != 0:
+            if (
+                self._submit([(token, start + i, self._head_seq, False) for i, token in enumerate(piece)])
+                != 0
+            ):
                 llama_cpp.llama_memory_seq_rm(self._ctx.memory, self._head_seq, -1, -1)
                 return 0  # the rows prefill whole prompts instead
         self.head_tokens_reused += len(head) * (len(rows) - 1)
@@ -393,20 +395,13 @@ class LlamaCppLLM:
         """Prefill each row's prompt from ``start_at`` (the shared head is already there), the rows'
         tokens packed into full ``prompt_batch_tokens`` batches: one larger matrix product per
         batch instead of one per row's remainder."""
-        import llama_cpp
 
         queue = [(row, pos) for row in rows for pos in range(start_at, len(row.tokens))]
-        batch = self._batch.batch
         for begin in range(0, len(queue), self._n_batch):
             piece = queue[begin : begin + self._n_batch]
-            batch.n_tokens = len(piece)
-            for i, (row, pos) in enumerate(piece):
-                batch.token[i] = row.tokens[pos]
-                batch.pos[i] = pos
-                batch.seq_id[i][0] = row.seq
-                batch.n_seq_id[i] = 1
-                batch.logits[i] = pos == len(row.tokens) - 1
-            status = llama_cpp.llama_decode(self._ctx.ctx, batch)
+            status = self._submit(
+                [(row.tokens[pos], pos, row.seq, pos == len(row.tokens) - 1) for row, pos in piece]
+            )
             if status != 0:
                 for row in rows:
                     if row.logits is None:
@@ -417,6 +412,21 @@ class LlamaCppLLM:
                     row.logits = self._logits(i).copy()
                     if row.max_new == 0:
                         row.finish = "length"
+
+    def _submit(self, entries: list[tuple[int, int, int, bool]]) -> int:
+        """One ``llama_decode`` of ``(token, position, sequence, wants logits)`` entries (at most
+        ``prompt_batch_tokens``); its status (0: done)."""
+        import llama_cpp
+
+        batch = self._batch.batch
+        batch.n_tokens = len(entries)
+        for i, (token, pos, seq, logits) in enumerate(entries):
+            batch.token[i] = token
+            batch.pos[i] = pos
+            batch.seq_id[i][0] = seq
+            batch.n_seq_id[i] = 1
+            batch.logits[i] = logits
+        return int(llama_cpp.llama_decode(self._ctx.ctx, batch))
 
     def _logits(self, batch_index: int) -> np.ndarray:
         import llama_cpp
@@ -471,7 +481,7 @@ class LlamaCppLLM:
         row.generated.append(token)
         if row.matcher is not None and not row.matcher.is_error():
             row.matcher.consume_token(token)
-        row.raw += self._piece(token)
+        row.raw += token_piece(self._vocab, token)
         previous = row.text
         row.text = row.raw.decode("utf-8", errors="ignore")
         if on_text is not None and len(row.text) > len(previous):
@@ -485,16 +495,6 @@ class LlamaCppLLM:
             row.finish = "stop"
         elif len(row.generated) >= row.max_new:
             row.finish = "length"
-
-    def _piece(self, token: int) -> bytes:
-        import llama_cpp
-
-        buffer = ctypes.create_string_buffer(64)
-        n = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
-        if n < 0:
-            buffer = ctypes.create_string_buffer(-n)
-            n = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
-        return buffer.raw[: max(0, n)]
 
     def _decoding_grammars(self) -> DecodingGrammars | None:
         """The grammar engine over this GGUF's vocabulary, built on first use (``None``, with one
@@ -519,8 +519,6 @@ class LlamaCppLLM:
 
 
 def _completion(row: _Row) -> Completion:
-    from hoprag.llm.base import truncate_at_stop
-
     if row.finish == "error":
         return Completion(
             text="", prompt_tokens=len(row.tokens), finish_reason="error", error=row.error or "error"

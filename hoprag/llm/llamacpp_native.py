@@ -37,9 +37,8 @@ def init_backend() -> None:
                 line = text.decode(errors="replace").rstrip()
                 # warnings about choices made here on purpose: one KV buffer for all rows may be
                 # larger than the training context (each row's positions stay within context_tokens),
-                # several sequences need the full sliding-window cache
-                # full sliding-window cache, and a LoRA beside repacked weights computes on the plain
-                # CPU buffer (a warning per layer)
+                # several sequences need the full sliding-window cache, and a LoRA beside repacked
+                # weights computes on the plain CPU buffer (a warning per layer)
                 chosen = "n_ctx_train" in line or "full-size SWA cache" in line or "cannot use buft" in line
                 native.log(logging.DEBUG if chosen else last[0], "%s", line)
 
@@ -81,6 +80,19 @@ def common_prefix(sequences: Sequence[Sequence[int]]) -> list[int]:
     return list(first[:length])
 
 
+def token_piece(vocab: Any, token: int, special: bool = False, buffer: Any = None) -> bytes:
+    """The bytes of ``token`` (``special``: control tokens as their text, e.g. ``<|im_end|>``);
+    ``buffer``, reused across calls, grows for a longer piece."""
+    import llama_cpp
+
+    buffer = buffer if buffer is not None else ctypes.create_string_buffer(64)
+    n = llama_cpp.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, special)
+    if n < 0:  # the piece needs -n bytes
+        buffer = ctypes.create_string_buffer(-n)
+        n = llama_cpp.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, special)
+    return bytes(buffer.raw[: max(0, n)])
+
+
 def vocabulary_view(model: Any, n_vocab: int) -> Any:
     """llguidance's view of the GGUF vocabulary: each token's bytes, the special tokens and how
     text tokenizes (the vocabulary as llama.cpp itself reads it)."""
@@ -91,8 +103,7 @@ def vocabulary_view(model: Any, n_vocab: int) -> Any:
     special: list[int] = []
     buffer = ctypes.create_string_buffer(256)
     for token in range(n_vocab):
-        n = llama_cpp.llama_token_to_piece(model.vocab, token, buffer, len(buffer), 0, True)
-        tokens.append(buffer.raw[: max(0, n)])
+        tokens.append(token_piece(model.vocab, token, special=True, buffer=buffer))
         attr = int(llama_cpp.llama_vocab_get_attr(model.vocab, token))
         if attr & _TOKEN_ATTR_CONTROL or (
             attr & _TOKEN_ATTR_USER_DEFINED and tokens[-1].startswith(b"<") and tokens[-1].endswith(b">")
