@@ -8,8 +8,9 @@ path on the packaged GGUF, de-quantized), taking turns on the same prompts:
   step, and an answer from gold paragraphs. Prefill is timed with a one-token answer; decode is the
   rest of a full answer's time over its further tokens.
 - **batched OpenIE**: paragraphs per minute with the engine's own batch (the indexing path).
-- **reading** (``--reading N``): exact match / F1 of hoprag's own answer prompt on N HotpotQA
-  sample test questions shown only their gold paragraphs (the reading ceiling of a tier).
+- **reading** (``--reading N``): exact match / F1 of hoprag's own answer prompt on the first N test
+  questions of each real sample (HotpotQA, 2Wiki, MuSiQue) shown only their gold paragraphs (the
+  reading ceiling of a tier, per dataset: no one dataset decides a prompt).
 - **contention** (``--contention``): decode tokens/s of a llama.cpp 270M in a fresh process while a
   second process burns one core, with all cores and OpenMP's active waiting (the old default) and
   with :func:`hoprag.threads.runner_threads`' share and passive waiting (hoprag/threads.py).
@@ -32,6 +33,11 @@ from benchmarks.harness import publish
 
 REAL = Path(__file__).parent / "data" / "real"
 HOTPOT = REAL / "hotpotqa" / "dev-distractor-sample.json"
+READING_SETS = {
+    "hotpotqa": HOTPOT,
+    "2wiki": REAL / "2wikimultihopqa" / "dev-context-sample.json",
+    "musique": REAL / "musique" / "dev-sample.jsonl",
+}
 WIKI_CORPUS = REAL / "2wikimultihopqa" / "2wikimultihopqa_corpus.json"
 DEFAULT_SYSTEMS = ("embedded:gemma-3-270m", "llamacpp:gemma-3-270m", "llamacpp:qwen2.5-coder-1.5b")
 
@@ -59,7 +65,7 @@ def sample_prompts(llm: Any) -> dict[str, Any]:
     from hoprag.planner.prompts import answer_prompt, plan_prompt
 
     paragraph = wiki_paragraphs(1)[0]
-    question, gold, _ = hotpot_reading(1)[0]
+    question, gold, _ = gold_reading(HOTPOT, 1)[0]
     return {
         "openie": openie_prompt(paragraph, llm.prompt_style),
         "plan": plan_prompt(question, llm.prompt_style),
@@ -72,16 +78,20 @@ def wiki_paragraphs(count: int) -> list[str]:
     return [f"{row['title']}: {row['text']}" for row in rows[:count]]
 
 
-def hotpot_reading(count: int) -> list[tuple[str, list[str], list[str]]]:
-    """(question, gold paragraphs, answers) of the HotpotQA sample's test portion (split 0.5 by id,
-    as the real-data recipes split it)."""
+def gold_reading(path: Path, count: int) -> list[tuple[str, list[str], list[str]]]:
+    """(question, gold paragraphs, answers) of the first ``count`` test questions of a real sample
+    (questions split 0.5 by id, as the real-data recipes split them); a MuSiQue title that names
+    several paragraphs gives the first."""
     from indexing.formats.reader import read_published
 
-    corpus = read_published(HOTPOT, train_fraction=0.5)
-    texts = {d.title: d.text for d in corpus.documents}
+    corpus = read_published(path, train_fraction=0.5)
+    texts: dict[str, str] = {}
+    for document in corpus.documents:
+        texts.setdefault(document.title, document.text)
     out = []
     for q in corpus.questions["test"][:count]:
-        gold = [f"{t}: {texts[t]}" for t in q.get("supporting_facts", []) if t in texts]
+        titles = dict.fromkeys(q.get("supporting_facts", []))
+        gold = [f"{t}: {texts[t]}" for t in titles if t in texts]
         out.append((q["question"], gold, [q["answer"], *q.get("answer_aliases", [])]))
     return out
 
@@ -176,41 +186,34 @@ def _peak_rss_mb() -> int:
 
 
 def measure_reading(systems: dict[str, Any], count: int) -> list[dict[str, Any]]:
-    """EM / F1 of hoprag's answer prompt on gold paragraphs only."""
+    """EM / F1 of hoprag's answer prompt on gold paragraphs only, per system and real sample."""
     from evaluation.metrics import exact_match, f1_score
     from hoprag.planner.prompts import answer_prompt
     from hoprag.qa.retrieve import answer_from_completion
 
-    items = hotpot_reading(count)
     rows = []
-    for name, llm in systems.items():
-        specs = [answer_prompt(q, [], llm.prompt_style, documents=gold) for q, gold, _ in items]
-        started = time.perf_counter()
-        outputs = llm.generate([s.prompt for s in specs], specs[0].params)
-        seconds = time.perf_counter() - started
-        answers = [
-            answer_from_completion(q, s.prompt, o)[0]
-            for (q, _, _), s, o in zip(items, specs, outputs, strict=True)
-        ]
-        rows.append(
-            {
-                "system": name,
-                "questions": len(items),
-                "em": round(
-                    statistics.mean(
-                        exact_match(a, gold) for a, (_, _, gold) in zip(answers, items, strict=True)
-                    ),
-                    3,
-                ),
-                "f1": round(
-                    statistics.mean(
-                        f1_score(a, gold) for a, (_, _, gold) in zip(answers, items, strict=True)
-                    ),
-                    3,
-                ),
-                "seconds_per_question": round(seconds / max(1, len(items)), 2),
-            }
-        )
+    for dataset, path in READING_SETS.items():
+        items = gold_reading(path, count)
+        for name, llm in systems.items():
+            specs = [answer_prompt(q, [], llm.prompt_style, documents=gold) for q, gold, _ in items]
+            started = time.perf_counter()
+            outputs = llm.generate([s.prompt for s in specs], specs[0].params)
+            seconds = time.perf_counter() - started
+            answers = [
+                answer_from_completion(q, s.prompt, o)[0]
+                for (q, _, _), s, o in zip(items, specs, outputs, strict=True)
+            ]
+            golds = [gold for _, _, gold in items]
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "system": name,
+                    "questions": len(items),
+                    "em": round(statistics.mean(map(exact_match, answers, golds)), 3),
+                    "f1": round(statistics.mean(map(f1_score, answers, golds)), 3),
+                    "seconds_per_question": round(seconds / max(1, len(items)), 2),
+                }
+            )
     return rows
 
 
@@ -307,7 +310,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--paragraphs", type=int, default=32, help="2Wiki paragraphs for batched OpenIE (0: skip)"
     )
-    parser.add_argument("--reading", type=int, default=0, help="HotpotQA test questions for reading EM/F1")
+    parser.add_argument(
+        "--reading", type=int, default=0, help="test questions per real sample for reading EM/F1"
+    )
     parser.add_argument("--contention", action="store_true", help="decode beside a process burning a core")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--workdir", type=Path, default=None)

@@ -13,7 +13,7 @@ from evaluation.judge import JudgeConfig
 from hoprag.config import StrictModel
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.planner.config import PlannerConfig
-from hoprag.qa.config import QASettings, RetrieveModeSettings
+from hoprag.qa.config import ANSWERING_LLM_HELP, QASettings, RetrieveModeSettings, answering_llm
 from hoprag.ray_runtime import RayConfig
 from hoprag.retrieval.base import DEFAULT_RETRIEVER
 
@@ -118,7 +118,7 @@ class EvalConfig(StrictModel):
     out: Path = Field(
         description="Evaluation directory (per-question results, summary.json, report.md, plots)."
     )
-    llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)
+    llm: LLMBackendConfig = Field(default_factory=answering_llm, description=ANSWERING_LLM_HELP)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     retrieve: RetrieveModeSettings = Field(
         default_factory=RetrieveModeSettings, description="Single-shot GLM-RAG settings (rag systems)."

@@ -6,6 +6,7 @@ from pydantic import Field
 
 from hoprag.config import StrictModel
 from hoprag.llm.factory import LLMBackendConfig
+from hoprag.llm.gguf_models import QWEN_15B
 from hoprag.planner.config import PlannerConfig
 from hoprag.qa.system import QAMode
 from hoprag.vectorsearch import VectorSearchConfig
@@ -25,11 +26,24 @@ class RetrieveModeSettings(StrictModel):
     )
 
 
+def answering_llm() -> LLMBackendConfig:
+    """The LLM that answers, plans and links questions unless one is configured: Qwen2.5-Coder 1.5B
+    Instruct on llama.cpp, the best reader measured within retrieve mode's 15 s p50 on 2 cores
+    (docs/llm-engines.md). Indexing keeps its own default (the embedded student extracts faster)."""
+    return LLMBackendConfig.model_validate({"backend": "llamacpp", "llamacpp": {"model": QWEN_15B}})
+
+
+ANSWERING_LLM_HELP = (
+    "The LLM that answers, plans and links questions. Default: llamacpp with qwen2.5-coder-1.5b "
+    "(docs/llm-engines.md); --set llm.backend=embedded for the packaged 270M student."
+)
+
+
 class QASettings(StrictModel):
     """How questions are answered: the LLM and each mode's settings (``hoprag ask --config``, the
     ``llm``/``planner``/``retrieve`` sections of serving and evaluation configs)."""
 
-    llm: LLMBackendConfig = Field(default_factory=LLMBackendConfig)
+    llm: LLMBackendConfig = Field(default_factory=answering_llm, description=ANSWERING_LLM_HELP)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     retrieve: RetrieveModeSettings = Field(default_factory=RetrieveModeSettings)
     vector_search: VectorSearchConfig = Field(

@@ -284,11 +284,13 @@ def test_ray_data_pipeline_with_the_embedded_model(gemma_index):
 
 
 def test_ask_answers_end_to_end_with_the_embedded_model(gemma_index, capsys):
-    """`hoprag ask` on the embedded defaults: real plan, KG search and answer calls (quality aside)."""
+    """`hoprag ask` with the embedded student answering: real plan, KG search and answer calls
+    (quality aside; the default answering model is the 1.5B, tests/unit/test_llamacpp_config.py)."""
     from hoprag_cli import main
 
     index_dir, _, questions = gemma_index
-    assert main(["ask", "--index", str(index_dir), "--json", questions[0]["question"]]) == 0
+    argv = ["ask", "--index", str(index_dir), "--json", "--set", "llm.backend=embedded"]
+    assert main([*argv, questions[0]["question"]]) == 0
     out = json.loads(capsys.readouterr().out)
     # plan, step answer (a one-step plan answers with it), updates or a final answer otherwise
     assert out["answer"] and out["steps"] and out["llm_calls"] >= 2

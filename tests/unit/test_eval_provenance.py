@@ -64,7 +64,7 @@ def test_the_same_config_reuses_and_a_larger_limit_extends(tmp_path, small_index
     check_stored_results(config)
     recorded = json.loads(provenance_path(config.out, "b", "graph").read_text())
     assert set(recorded["retriever_weights"]) == {str(gnn)}  # dense has no weights of its own
-    assert recorded["index"]["snapshot"] and recorded["llm"].startswith("embedded:")
+    assert recorded["index"]["snapshot"] and recorded["llm"].startswith("llamacpp:qwen2.5-coder-1.5b")
     limited = config.model_copy(
         update={"benchmarks": [config.benchmarks[0].model_copy(update={"limit": 50})]}
     )

@@ -88,3 +88,33 @@ def test_each_indexing_actor_gets_its_share_of_the_cores() -> None:
     assert _actor_llm_config(config).llamacpp.n_threads == max(1, usable_cpus() // 2)
     pinned = IndexConfig.model_validate({"llm": {"backend": "llamacpp", "llamacpp": {"n_threads": 3}}})
     assert _actor_llm_config(pinned).llamacpp.n_threads == 3
+
+
+def test_questions_are_answered_by_the_15b_unless_configured_and_indexing_keeps_the_student() -> None:
+    """The measured defaults (docs/llm-engines.md): ask / serve / eval answer with Qwen2.5-Coder
+    1.5B on llama.cpp, whose part packages the default install brings; indexing keeps the embedded
+    student, the faster extractor."""
+    from evaluation.config import EvalConfig
+    from hoprag.llm.gguf_models import KNOWN_MODELS, QWEN_15B, part_files
+    from hoprag.qa.config import QASettings
+    from indexing.config import IndexConfig
+    from serving.settings import QAAppSettings
+
+    answering = [
+        QASettings().llm,
+        QAAppSettings(index="x").llm,
+        EvalConfig.model_validate(
+            {
+                "benchmarks": [{"name": "b", "index": "x"}],
+                "systems": [{"name": "d", "kind": "retrieval", "retriever": "dense"}],
+                "out": "o",
+            }
+        ).llm,
+    ]
+    for llm in answering:
+        assert (llm.backend, llm.llamacpp.model) == ("llamacpp", QWEN_15B)
+        assert llm.llamacpp.adapter_dirs == ()  # the packaged student fits the 270M only
+    assert len(part_files(KNOWN_MODELS[QWEN_15B])) == 22  # installed: no download at run time
+    assert IndexConfig().llm.backend == "embedded"
+    overridden = QASettings.model_validate({"llm": {"backend": "embedded"}})
+    assert overridden.llm.backend == "embedded"
