@@ -6,9 +6,9 @@ import functools
 import inspect
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import Field
 
@@ -17,6 +17,7 @@ from hoprag.logs import is_quiet, route_framework_logs, worker_output_to_log_fil
 from hoprag.ray_worker_setup import without_state_api
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Nice value of a local cluster's worker processes (Ray's own default is 15; see start_local_ray).
 LOCAL_WORKER_NICENESS = 0
@@ -101,18 +102,43 @@ def start_local_ray(
 
     wait_passively()  # the node's workers (model runners among them) inherit it: hoprag/threads.py
     hook = None if include_dashboard else f"{without_state_api.__module__}.{without_state_api.__name__}"
-    with _agent_on_a_free_port(), _workers_run_setup(hook):
-        ray.init(
-            address="local",
-            num_cpus=num_cpus,
-            object_store_memory=object_store_memory_mb * 1024**2,
-            include_dashboard=include_dashboard,
-            log_to_driver=log_to_driver,
-            _system_config={"worker_niceness": LOCAL_WORKER_NICENESS},
-        )
+
+    def start() -> None:
+        with _agent_on_a_free_port(), _workers_run_setup(hook):
+            ray.init(
+                address="local",
+                num_cpus=num_cpus,
+                object_store_memory=object_store_memory_mb * 1024**2,
+                include_dashboard=include_dashboard,
+                log_to_driver=log_to_driver,
+                _system_config={"worker_niceness": LOCAL_WORKER_NICENESS},
+            )
+
+    retry_slow_start(start, ray.shutdown)
     global _started_here
     _started_here = ray.get_runtime_context().gcs_address
     return _started_here
+
+
+SLOW_START = "timed out during startup"
+"""Ray's error when a new node's raylet has not registered within its fixed 30 s (no setting
+lengthens it): on a loaded machine (load ~10) a head or a local cluster can need longer."""
+
+
+def retry_slow_start(start: Callable[[], T], clean_up: Callable[[], object], attempts: int = 3) -> T:
+    """``start()``, started again (after ``clean_up()``) when Ray gave up waiting for the node to
+    come up (:data:`SLOW_START`), up to ``attempts`` times; any other failure is raised at once."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return start()
+        except Exception as exc:
+            if SLOW_START not in str(exc) or attempt == attempts:
+                raise
+            logger.warning(
+                "the Ray node %s (attempt %d of %d); starting it again", SLOW_START, attempt, attempts
+            )
+            clean_up()
+    raise AssertionError("unreachable")
 
 
 def owns_local_cluster() -> bool:

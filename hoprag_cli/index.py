@@ -54,13 +54,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a pre-built GFM-RAG graph: DIR/processed/stage1 (or DIR) with nodes.csv, relations.csv, "
         "edges.csv and optional train.json/test.json (no LLM is run)",
     )
-    p.add_argument("--out", type=Path, required=True, help="index directory (created or updated)")
+    p.add_argument("--out", type=Path, help="index directory (created or updated; optional with --dry-run)")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="read and validate the whole input without loading any model or writing an index: "
+        "documents, questions per split, problems by kind and where, estimated LLM calls and time; "
+        "exit status as a real run would give (with --json the last line is one JSON object)",
+    )
     p.add_argument("--add", action="store_true", help="add the corpus's documents to the existing index")
     p.add_argument(
         "--delete", action="append", default=[], metavar="TITLE", help="remove a document (repeatable)"
     )
     p.add_argument("--delete-file", type=Path, help="file with one document title per line to remove")
-    p.add_argument("--json", action="store_true", help="print the build summary as one JSON object")
+    p.add_argument(
+        "--json", action="store_true", help="print the build summary (or the dry run) as one JSON object"
+    )
     add_config_args(p)
     p.set_defaults(handler=run_index, run_dir_arg="out")
 
@@ -83,11 +92,15 @@ def run_index(args: argparse.Namespace) -> int:
     from hoprag.kg.store import KGIndexError
     from indexing.config import IndexConfig
     from indexing.corpus import CorpusError
-    from indexing.formats import read_published
+    from indexing.formats import NothingToIndexError, read_published
     from indexing.pipeline import build_index
 
     config = load_config(IndexConfig, args.config, args.overrides)
+    if args.out is None and not args.dry_run:
+        raise UserError("index: give --out INDEX_DIR (only --dry-run goes without)")
     if args.graph is not None:
+        if args.dry_run:
+            raise UserError("index --dry-run reads a --corpus; a pre-built --graph runs no LLM")
         return _run_graph_index(args, config)
     deletions = list(args.delete)
     if args.delete_file:
@@ -98,14 +111,66 @@ def run_index(args: argparse.Namespace) -> int:
         raise UserError("index: give --corpus (to build or --add) and/or --delete TITLE")
     if args.add and args.corpus is None:
         raise UserError("index --add needs --corpus with the documents to add")
+    if args.dry_run and args.corpus is None:
+        raise UserError("index --dry-run needs --corpus (the input to check)")
     try:
         corpus = read_published(args.corpus, args.format, args.train_fraction) if args.corpus else None
-        if corpus is not None and corpus.report:
-            print(f"read {args.corpus} as {corpus.format}: " + "\n".join(corpus.report), file=sys.stderr)
+        if corpus is not None:
+            _report_problems(args, corpus)
+        if args.dry_run:
+            return _print_dry_run(args, corpus, config)
         summary = build_index(args.out, config, corpus=corpus, add=args.add, delete_titles=deletions)
+    except NothingToIndexError as exc:
+        _write_problems(args, exc.read)
+        if args.dry_run and args.json:
+            print(json.dumps(_empty_dry_run(args, exc)))
+        raise UserError(str(exc)) from exc
     except (CorpusError, KGIndexError) as exc:
         raise UserError(str(exc)) from exc
     return _print_summary(args, summary, f"index written to {args.out}")
+
+
+def _report_problems(args: argparse.Namespace, corpus: Any) -> None:
+    """The read's report on stderr (its first ten problems) and all its problems in a file."""
+    if corpus.report:
+        print(f"read {args.corpus} as {corpus.format}: " + "\n".join(corpus.report), file=sys.stderr)
+    _write_problems(args, corpus.read)
+
+
+def _write_problems(args: argparse.Namespace, read: Any) -> None:
+    """Every problem of a read, one JSON object a line, in ``OUT/logs/problems.jsonl``."""
+    if not read.problems or args.out is None:
+        return
+    path = args.out / "logs" / "problems.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for problem in read.problems:
+            handle.write(json.dumps(problem.to_dict(), ensure_ascii=False) + "\n")
+    print(f"all {len(read.problems)} problems, one per line: {path}", file=sys.stderr)
+
+
+def _empty_dry_run(args: argparse.Namespace, exc: Any) -> dict[str, Any]:
+    """A dry run's JSON object for an input with nothing to index (the run would fail)."""
+    from indexing.problems import SUMMARY_PROBLEMS
+
+    return {
+        "source": str(args.corpus),
+        "format": exc.format,
+        "items": exc.read.items,
+        "documents": exc.documents,
+        "questions": exc.questions,
+        "problems": dict(exc.read.counts),
+        "problem_locations": [str(p.where) for p in exc.read.problems[:SUMMARY_PROBLEMS]],
+        "error": str(exc).splitlines()[0],
+    }
+
+
+def _print_dry_run(args: argparse.Namespace, corpus: Any, config: IndexConfig) -> int:
+    from indexing.dry_run import plan_build
+
+    plan = plan_build(corpus, config)
+    print(json.dumps(plan.to_dict()) if args.json else plan.render())
+    return 0
 
 
 def _run_graph_index(args: argparse.Namespace, config: IndexConfig) -> int:

@@ -6,7 +6,9 @@ and ``raw/dataset_corpus.json`` (the older one); questions name their gold docum
 pairs too). Pre-built graphs (``processed/stage1``) are read by :mod:`indexing.gfmrag`.
 
 Input problems never abort the read: undecodable bytes are replaced (and counted), empty
-documents are kept but flagged, duplicate titles keep the first document and count the rest.
+documents are kept but flagged, duplicate titles keep the first document and count the rest; every
+row left out is reported with its place (:mod:`indexing.problems`). Files may be gzip / bzip2
+compressed and start with a byte-order mark (:mod:`indexing.inputs`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from hoprag.text import clean_document_text, content_hash
+from indexing.inputs import logical_suffix, open_input, read_bytes
+from indexing.problems import ReadReport, Where
 
 SPLITS = ("train", "test")
 # The document file of a GFM-RAG raw directory, current name first.
@@ -56,12 +60,13 @@ class Corpus:
     questions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     problems: Counter[str] = field(default_factory=Counter)
     source: str = ""
-    report: list[str] = field(default_factory=list)  # a published-format read's item report
+    report: list[str] = field(default_factory=list)  # the read's report as text lines
     format: str = "gfmrag"  # the reader that read it (indexing.formats)
+    read: ReadReport = field(default_factory=ReadReport)  # items, and each left out with its place
 
 
 def _read_text(path: Path, problems: Counter[str]) -> str:
-    data = path.read_bytes()
+    data = read_bytes(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -76,97 +81,143 @@ def _load_json(path: Path, problems: Counter[str]) -> Any:
         raise CorpusError(f"{path} is not valid JSON: {exc}") from exc
 
 
-def _add(docs: dict[str, Document], title: Any, text: Any, problems: Counter[str]) -> None:
+def _add(
+    docs: dict[str, Document],
+    title: Any,
+    text: Any,
+    problems: Counter[str],
+    report: ReadReport,
+    where: Where,
+) -> None:
+    report.items += 1
     if isinstance(text, bytes) or (isinstance(text, str) and "\ufffd" in text):
         problems["non_utf8_text"] += 1
-    if title is None or title == "":
-        problems["missing_title"] += 1
-        return
-    if not isinstance(title, str | bytes) or not isinstance(text, str | bytes | None):
+    if not isinstance(title, str | bytes | None) or not isinstance(text, str | bytes | None):
         problems["bad_row"] += 1
+        report.problem(where, "row", "title and text must be strings")
         return
-    title_s = clean_document_text(title).replace("\n", " ")
+    title_s = clean_document_text(title or "").replace("\n", " ")
     text_s = clean_document_text(text or "")
     if not title_s:
         problems["missing_title"] += 1
+        report.problem(where, "title", "missing or empty")
         return
     if title_s in docs:
-        if docs[title_s].text != text_s:
-            problems["duplicate_title"] += 1
-        else:
-            problems["duplicate_document"] += 1
+        same = docs[title_s].text == text_s
+        problems["duplicate_document" if same else "duplicate_title"] += 1
+        kept = "the same document" if same else "another text"
+        report.problem(where, "title", f"{title_s!r} again ({kept}; the first is kept)")
         return
     if not text_s:
         problems["empty_document"] += 1
     docs[title_s] = Document(title_s, text_s)
+    report.documents += 1
 
 
-def _corpus_from_mapping(obj: Any, path: Path, docs: dict[str, Document], problems: Counter[str]) -> None:
+def _corpus_from_mapping(
+    obj: Any,
+    path: Path,
+    docs: dict[str, Document],
+    problems: Counter[str],
+    report: ReadReport,
+    file: str = "",
+) -> None:
     if isinstance(obj, dict):
-        for title, text in obj.items():
-            _add(docs, title, text, problems)
+        for index, (title, text) in enumerate(obj.items()):
+            _add(docs, title, text, problems, report, Where("entry", index, file))
     elif isinstance(obj, list):
-        for row in obj:
+        for index, row in enumerate(obj):
+            where = Where("item", index, file)
             if isinstance(row, dict):
-                _add(docs, row.get("title"), row.get("text"), problems)
+                _add(docs, row.get("title"), row.get("text"), problems, report, where)
             else:
+                report.items += 1
                 problems["bad_row"] += 1
+                report.problem(where, "row", "not a {title, text} object")
     else:
         raise CorpusError(f"{path}: expected a {{title: text}} object or a list of {{title, text}} rows")
+
+
+def _jsonl_rows(path: Path, docs: dict[str, Document], problems: Counter[str], report: ReadReport) -> None:
+    """A JSONL corpus, streamed line by line (the file is never read whole)."""
+    non_utf8 = False
+    with open_input(path) as handle:
+        for index, raw in enumerate(handle):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                non_utf8 = True
+                line = raw.decode("utf-8", errors="replace")
+            if not line.strip():
+                continue
+            where = Where("line", index)
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                report.items += 1
+                problems["bad_jsonl_line"] += 1
+                report.problem(where, "line", f"not JSON ({exc.msg})")
+                continue
+            if isinstance(row, dict):
+                _add(docs, row.get("title"), row.get("text"), problems, report, where)
+            else:
+                report.items += 1
+                problems["bad_row"] += 1
+                report.problem(where, "row", "not a {title, text} object")
+    if non_utf8:
+        problems["non_utf8_file"] += 1
 
 
 def read_corpus(path: str | Path) -> Corpus:
     """Read documents (and, for raw directories, ``train``/``test`` questions) from ``path``.
 
     Accepted: a GFM-RAG raw directory, ``DIR/raw/documents.json`` or ``DIR/raw/dataset_corpus.json``
-    (or either file directly in ``DIR``), with optional ``train.json``/``test.json`` beside it; a ``.json`` file (``{title: text}`` or rows); a ``.jsonl``
-    file of ``{title, text}`` rows; a ``.parquet`` file with ``title`` and ``text`` columns.
+    (or either file directly in ``DIR``), with optional ``train.json``/``test.json`` beside it; a
+    ``.json`` file (``{title: text}`` or rows); a ``.jsonl`` file of ``{title, text}`` rows; a
+    ``.parquet`` file with ``title`` and ``text`` columns. JSON and JSONL files may be ``.gz`` /
+    ``.bz2`` compressed.
     """
     p = Path(path)
     problems: Counter[str] = Counter()
+    report = ReadReport()
     docs: dict[str, Document] = {}
     questions: dict[str, list[dict[str, Any]]] = {}
     if not p.exists():
         raise CorpusError(f"corpus {p} does not exist")
+    suffix = logical_suffix(p)
     if p.is_dir():
         corpus_file = raw_document_file(p)
         raw = corpus_file.parent
-        _corpus_from_mapping(_load_json(corpus_file, problems), corpus_file, docs, problems)
+        _corpus_from_mapping(
+            _load_json(corpus_file, problems), corpus_file, docs, problems, report, corpus_file.name
+        )
         for split in SPLITS:
             qfile = raw / f"{split}.json"
             if qfile.is_file():
-                questions[split] = read_questions(qfile, problems)
-    elif p.suffix == ".jsonl":
-        for lineno, line in enumerate(_read_text(p, problems).splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                problems["bad_jsonl_line"] += 1
-                if problems["bad_jsonl_line"] == 1:
-                    problems[f"first_bad_line:{lineno}"] += 1
-                continue
-            if isinstance(row, dict):
-                _add(docs, row.get("title"), row.get("text"), problems)
-            else:
-                problems["bad_row"] += 1
-    elif p.suffix == ".parquet":
+                questions[split] = read_questions(qfile, problems, report)
+    elif suffix == ".jsonl":
+        _jsonl_rows(p, docs, problems, report)
+    elif suffix == ".parquet":
         import pyarrow.parquet as pq
 
         table = pq.read_table(p)
         missing = {"title", "text"} - set(table.column_names)
         if missing:
             raise CorpusError(f"{p}: missing column(s) {sorted(missing)}")
-        for title, text in zip(
-            table.column("title").to_pylist(), table.column("text").to_pylist(), strict=True
+        for index, (title, text) in enumerate(
+            zip(table.column("title").to_pylist(), table.column("text").to_pylist(), strict=True)
         ):
-            _add(docs, title, text, problems)
-    elif p.suffix == ".json" and p.is_file():
-        _corpus_from_mapping(_load_json(p, problems), p, docs, problems)
+            _add(docs, title, text, problems, report, Where("row", index))
+    elif suffix == ".json" and p.is_file():
+        _corpus_from_mapping(_load_json(p, problems), p, docs, problems, report)
     else:
-        raise CorpusError(f"{p}: unsupported corpus format (use a raw directory, .json, .jsonl or .parquet)")
-    return Corpus(list(docs.values()), questions, problems, str(p))
+        raise CorpusError(
+            f"{p}: unsupported corpus format (use a raw directory, .json, .jsonl or .parquet, "
+            "optionally .gz / .bz2 compressed)"
+        )
+    report.questions = sum(len(q) for q in questions.values())
+    lines = report.lines() if report.problems else []
+    return Corpus(list(docs.values()), questions, problems, str(p), report=lines, read=report)
 
 
 def raw_document_file(directory: Path) -> Path:
@@ -208,7 +259,9 @@ def _nodes_by_type(value: Any) -> dict[str, list[str]] | None:
     }
 
 
-def read_questions(path: Path, problems: Counter[str] | None = None) -> list[dict[str, Any]]:
+def read_questions(
+    path: Path, problems: Counter[str] | None = None, report: ReadReport | None = None
+) -> list[dict[str, Any]]:
     """Questions in GFM-RAG form: ``[{id, question, answer, answer_aliases?, supporting_documents}]``.
 
     Gold documents come from ``supporting_documents`` (GFM-RAG's current field), else
@@ -219,17 +272,20 @@ def read_questions(path: Path, problems: Counter[str] | None = None) -> list[dic
     is kept as ``plan``. Other scalar fields are kept in ``metadata``.
     """
     problems = problems if problems is not None else Counter()
+    report = report if report is not None else ReadReport()
     rows = _load_json(path, problems)
     if not isinstance(rows, list):
         raise CorpusError(f"{path}: expected a list of questions")
     out = []
     for i, row in enumerate(rows):
+        report.items += 1
         if (
             not isinstance(row, dict)
             or not isinstance(row.get("question"), str)
             or not row["question"].strip()
         ):
             problems["bad_question"] += 1
+            report.problem(Where("item", i, path.name), "question", "missing or empty")
             continue
         start_nodes = _nodes_by_type(row.get("start_nodes"))
         target_nodes = _nodes_by_type(row.get("target_nodes")) or {}

@@ -3,56 +3,43 @@
 ``context`` is ``[[title, [sentence, ...]], ...]`` (the question's own paragraphs: gold and
 distractors); ``supporting_facts`` is ``[[title, sentence_id], ...]``. In HippoRAG 2's release the
 items have no ``context``: their paragraphs are in the corpus file, found by title.
+
+An item is validated whole before any of its paragraphs is pooled: a malformed context entry, or a
+supporting title that is in neither the item's context nor the corpus, leaves the item out (neither
+its paragraphs nor its question are read), reported where it is.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from indexing.formats.model import ParagraphPool, ReadReport, item_question, paragraph_text
+from indexing.formats.model import (
+    ParagraphPool,
+    PendingQuestion,
+    ReadReport,
+    Where,
+    item_id,
+    item_question,
+    paragraph_text,
+)
 
 
-def _context(
-    item: dict[str, Any], index: int, pool: ParagraphPool, report: ReadReport
-) -> dict[str, str] | None:
-    """Title -> document key of the item's own paragraphs (pooled now); ``None`` without a context."""
-    context = item.get("context")
-    if context is None:
-        return None
+def _context(context: Any) -> dict[str, str] | str:
+    """Title -> paragraph text of an item's own paragraphs (the first of a repeated title), or why
+    the context is malformed."""
     if not isinstance(context, list):
-        report.problem(index, "context", "not a list of [title, sentences]", skipped=False)
-        return {}
-    keys: dict[str, str] = {}
-    for entry in context:
+        return "not a list of [title, sentences]"
+    paragraphs: dict[str, str] = {}
+    for position, entry in enumerate(context):
         if (
             not isinstance(entry, list | tuple)
             or len(entry) != 2
             or not isinstance(entry[0], str)
             or not isinstance(entry[1], list)
         ):
-            report.problem(index, "context", "an entry is not [title, [sentences]]", skipped=False)
-            continue
-        title, sentences = entry
-        keys.setdefault(title, pool.add(title, paragraph_text(sentences)))
-    return keys
-
-
-def _supporting(
-    item: dict[str, Any], index: int, own: dict[str, str] | None, pool: ParagraphPool, report: ReadReport
-) -> list[str]:
-    facts = item.get("supporting_facts")
-    if not isinstance(facts, list):
-        report.problem(index, "supporting_facts", "missing or not a list", skipped=False)
-        return []
-    titles = [f[0] for f in facts if isinstance(f, list | tuple) and f and isinstance(f[0], str)]
-    keys: list[str] = []
-    for title in dict.fromkeys(titles):
-        found = pool.keys_titled(title) if own is None else [own[title]] if title in own else []
-        if not found:
-            where = "the item's context" if own is not None else "the corpus"
-            report.problem(index, "supporting_facts", f"title {title!r} is not in {where}", skipped=False)
-        keys += found
-    return keys
+            return f"entry {position} is not [title, [sentences]]"
+        paragraphs.setdefault(entry[0], paragraph_text(entry[1]))
+    return paragraphs
 
 
 def _evidences(item: dict[str, Any]) -> list[list[str]]:
@@ -62,27 +49,61 @@ def _evidences(item: dict[str, Any]) -> list[list[str]]:
     return [[str(part) for part in row] for row in rows if isinstance(row, list | tuple) and len(row) == 3]
 
 
-def read_hotpot_item(item: Any, index: int, pool: ParagraphPool, report: ReadReport) -> dict[str, Any] | None:
-    """One HotpotQA / 2Wiki item as a question (GFM-RAG question fields plus ``candidate_documents``
-    and, for 2Wiki, ``evidences``); ``None`` (reported) when it has no question."""
-    question = item_question(item, index, report)
+def read_hotpot_item(
+    item: Any, where: Where, pool: ParagraphPool, report: ReadReport
+) -> PendingQuestion | None:
+    """One HotpotQA / 2Wiki item, validated: a function that pools its paragraphs and returns the
+    question (GFM-RAG question fields plus ``candidate_documents`` and, for 2Wiki, ``evidences``);
+    ``None`` (reported) when the item is malformed or its gold paragraphs are missing."""
+    question = item_question(item, where, report)
     if question is None:
         return None
-    own = _context(item, index, pool, report)
-    supporting = _supporting(item, index, own, pool, report)
-    metadata = {k: item[k] for k in ("type", "level") if isinstance(item.get(k), str)}
-    metadata["hops"] = len(supporting)
-    out: dict[str, Any] = {
-        "id": str(item.get("_id", item.get("id", f"item-{index}"))),
-        "question": question,
-        "answer": str(item.get("answer", "")),
-        "answer_aliases": [],
-        "supporting_facts": supporting,
-        "metadata": metadata,
-    }
-    if own is not None:
-        out["candidate_documents"] = list(own.values())
-    evidences = _evidences(item)
-    if evidences:
-        out["evidences"] = evidences
-    return out
+    qid = item_id(item)
+    own: dict[str, str] | None = None
+    if item.get("context") is not None:
+        context = _context(item["context"])
+        if isinstance(context, str):
+            report.problem(where, "context", context, item_id=qid)
+            return None
+        own = context
+    facts = item.get("supporting_facts")
+    if not isinstance(facts, list):
+        report.problem(where, "supporting_facts", "missing or not a list", item_id=qid)
+        return None
+    titles = list(
+        dict.fromkeys(f[0] for f in facts if isinstance(f, list | tuple) and f and isinstance(f[0], str))
+    )
+    if not titles:
+        report.problem(where, "supporting_facts", "names no paragraph title", item_id=qid)
+        return None
+    for title in titles:
+        if (title not in own) if own is not None else not pool.keys_titled(title):
+            place = "the item's context" if own is not None else "the corpus"
+            report.problem(where, "supporting_facts", f"title {title!r} is not in {place}", item_id=qid)
+            return None
+
+    def finish(pool: ParagraphPool) -> dict[str, Any]:
+        keys = {title: pool.add(title, text) for title, text in own.items()} if own is not None else None
+        supporting = (
+            [keys[t] for t in titles]
+            if keys is not None
+            else [k for t in titles for k in pool.keys_titled(t)]
+        )
+        metadata = {k: item[k] for k in ("type", "level") if isinstance(item.get(k), str)}
+        metadata["hops"] = len(supporting)
+        out: dict[str, Any] = {
+            "id": qid or f"item-{where.index}",
+            "question": question,
+            "answer": str(item.get("answer", "")),
+            "answer_aliases": [],
+            "supporting_facts": supporting,
+            "metadata": metadata,
+        }
+        if keys is not None:
+            out["candidate_documents"] = list(keys.values())
+        evidences = _evidences(item)
+        if evidences:
+            out["evidences"] = evidences
+        return out
+
+    return finish

@@ -1,8 +1,11 @@
-"""Reading question items one at a time (bounded memory), whatever the file's JSON layout.
+"""Reading items one at a time (bounded memory), whatever the file's JSON layout or compression.
 
-A JSON list is parsed incrementally (``ijson``): HotpotQA's train file (90k questions, ~550 MB)
-never sits in memory as one Python object. A JSONL line that is not JSON is reported and skipped;
-a JSON list that breaks off mid-file keeps every item before the break and reports where it broke.
+A JSON list is parsed incrementally (``ijson``): HotpotQA's train file (90k questions, ~550 MB),
+or a list written on one huge line, never sits in memory as one Python object. Files may be gzip or
+bzip2 compressed and start with a UTF-8 byte-order mark (:mod:`indexing.inputs`). Each item
+comes with its place as a person finds it (:class:`~indexing.formats.model.Where`): ``line N`` of a
+JSONL file, ``item N`` of a JSON list. A JSONL line that is not JSON is reported and skipped; a
+JSON list that breaks off mid-file keeps every item before the break and reports where it broke.
 """
 
 from __future__ import annotations
@@ -12,60 +15,63 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from indexing.formats.model import ReadReport
+from indexing.inputs import head_text, logical_suffix, open_input
+from indexing.problems import ReadReport, Where
 
 
-def iter_items(path: Path, report: ReadReport) -> Iterator[tuple[int, Any]]:
-    """``(index, item)`` for every item of a JSON list or JSONL file."""
-    if path.suffix == ".jsonl":
-        yield from _jsonl_items(path, report)
+def iter_items(path: Path, report: ReadReport, name_file: bool = False) -> Iterator[tuple[Where, Any]]:
+    """``(where, item)`` for every item of a JSON list or JSONL file; ``report.items`` counts them
+    (a JSONL line that is not JSON too, reported as a skipped problem). ``name_file``: places name
+    the file (a read of several files)."""
+    file = path.name if name_file else ""
+    if logical_suffix(path) == ".jsonl":
+        yield from _jsonl_items(path, report, file)
     else:
-        yield from _json_list_items(path, report)
+        yield from _json_list_items(path, report, file)
 
 
-def _jsonl_items(path: Path, report: ReadReport) -> Iterator[tuple[int, Any]]:
-    with path.open("rb") as handle:
+def _jsonl_items(path: Path, report: ReadReport, file: str) -> Iterator[tuple[Where, Any]]:
+    with open_input(path) as handle:
         for index, raw in enumerate(handle):
             line = raw.decode("utf-8", errors="replace").strip()
             if not line:
                 continue
+            where = Where("line", index, file)
+            report.items += 1
             try:
                 item = json.loads(line)
             except json.JSONDecodeError as exc:
-                report.items += 1
-                report.problem(index, "line", f"not JSON ({exc.msg})", skipped=True)
+                report.problem(where, "line", f"not JSON ({exc.msg})")
                 continue
-            yield index, item
+            yield where, item
 
 
-def _json_list_items(path: Path, report: ReadReport) -> Iterator[tuple[int, Any]]:
+def _json_list_items(path: Path, report: ReadReport, file: str) -> Iterator[tuple[Where, Any]]:
     import ijson
 
     index = -1
-    with path.open("rb") as handle:
+    with open_input(path) as handle:
         try:
             for index, item in enumerate(ijson.items(handle, "item", use_float=True)):
-                yield index, item
+                report.items += 1
+                yield Where("item", index, file), item
         except ijson.JSONError as exc:
             report.problem(
-                index + 1, "file", f"the JSON breaks off or is invalid here ({exc})", skipped=False
+                Where("item", index + 1, file),
+                "file",
+                f"the JSON breaks off or is invalid here ({exc})",
+                skipped=False,
             )
     if index < 0 and not report.problems:
-        first = _first_char(path)
+        first = head_text(path)[:1]
         if first not in ("[", ""):
-            report.problem(0, "file", "expected a JSON list of question items", skipped=False)
-
-
-def _first_char(path: Path) -> str:
-    with path.open("rb") as handle:
-        head = handle.read(4096).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
-    return head[:1]
+            report.problem(Where("item", 0, file), "file", "expected a JSON list of items", skipped=False)
 
 
 def first_item(path: Path) -> Any:
     """The first item of a JSON list or JSONL file (``None`` when there is none, or when a
     ``.json`` file is not a list: a ``{title: text}`` corpus is not parsed through to find out)."""
-    if path.suffix != ".jsonl" and _first_char(path) != "[":
+    if logical_suffix(path) != ".jsonl" and head_text(path)[:1] != "[":
         return None
     for _, item in iter_items(path, ReadReport()):
         return item

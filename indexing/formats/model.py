@@ -9,14 +9,26 @@ and HotpotQA repeat them across questions) is one document.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from hoprag.text import clean_document_text
+from indexing.problems import ReadReport, Where
 
-# How many malformed items a report lists one by one; the rest are only counted.
-MAX_LISTED_PROBLEMS = 50
+__all__ = [
+    "ParagraphPool",
+    "PendingQuestion",
+    "ReadReport",
+    "Where",
+    "item_id",
+    "item_question",
+    "paragraph_text",
+]
+
+PendingQuestion = Callable[["ParagraphPool"], dict[str, Any]]
+"""A validated question item: called with the pool, it pools the item's paragraphs and returns the
+question (readers validate an item whole before any of it is read)."""
 
 
 def paragraph_text(sentences: list[Any]) -> str:
@@ -67,56 +79,22 @@ class ParagraphPool:
         return list(self._by_title.get(clean_document_text(title).replace("\n", " "), ()))
 
 
-@dataclass(frozen=True)
-class ItemProblem:
-    """A question item that was skipped or read in part: where and why."""
-
-    index: int  # position in the file (0-based item / line number - 1)
-    field: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"item {self.index}: {self.field}: {self.reason}"
+def item_id(item: Any) -> str | None:
+    """An item's own id (``_id`` in HotpotQA / 2Wiki, ``id`` elsewhere), when it has one."""
+    if not isinstance(item, dict):
+        return None
+    value = item.get("_id", item.get("id"))
+    return str(value) if isinstance(value, str | int) and str(value) else None
 
 
-@dataclass
-class ReadReport:
-    """Counts and the first :data:`MAX_LISTED_PROBLEMS` problems of one read."""
-
-    items: int = 0
-    questions: int = 0
-    skipped: int = 0
-    unanswerable: int = 0  # MuSiQue "full": kept out of recall, counted here
-    problems: list[ItemProblem] = field(default_factory=list)
-    counts: Counter[str] = field(default_factory=Counter)
-
-    def problem(self, index: int, field_name: str, reason: str, *, skipped: bool) -> None:
-        self.counts[f"{field_name}: {reason}"] += 1
-        if skipped:
-            self.skipped += 1
-        if len(self.problems) < MAX_LISTED_PROBLEMS:
-            self.problems.append(ItemProblem(index, field_name, reason))
-
-    def lines(self) -> list[str]:
-        """The report as text lines (first problems, then every problem kind with its count)."""
-        out = [
-            f"{self.items} items read, {self.questions} questions kept, {self.skipped} skipped"
-            + (f", {self.unanswerable} unanswerable (not scored for recall)" if self.unanswerable else "")
-        ]
-        out += [f"  {p}" for p in self.problems]
-        if sum(self.counts.values()) > len(self.problems):
-            out += [f"  {n} x {kind}" for kind, n in self.counts.most_common()]
-        return out
-
-
-def item_question(item: Any, index: int, report: ReadReport) -> str | None:
+def item_question(item: Any, where: Where, report: ReadReport) -> str | None:
     """An item's question text, stripped; ``None`` (reported, item skipped) when the item is not
     an object or has no question."""
     if not isinstance(item, dict):
-        report.problem(index, "item", "not a JSON object", skipped=True)
+        report.problem(where, "item", "not a JSON object")
         return None
     question = item.get("question")
     if not isinstance(question, str) or not question.strip():
-        report.problem(index, "question", "missing or empty", skipped=True)
+        report.problem(where, "question", "missing or empty", item_id=item_id(item))
         return None
     return question.strip()

@@ -11,35 +11,42 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexing.formats.model import ParagraphPool, ReadReport, item_question
+from indexing.formats.model import (
+    ParagraphPool,
+    PendingQuestion,
+    ReadReport,
+    Where,
+    item_id,
+    item_question,
+)
+
+Paragraph = tuple[str, str, bool]  # title, text, is_supporting
 
 
-def _paragraphs(
-    item: dict[str, Any], index: int, pool: ParagraphPool, report: ReadReport
-) -> dict[int, tuple[str, bool]]:
-    """``idx`` -> (document key, is_supporting) of the item's paragraphs, pooled now."""
-    rows = item.get("paragraphs")
+def _paragraphs(rows: Any) -> dict[int, Paragraph] | str:
+    """``idx`` -> (title, text, is_supporting) of an item's paragraphs, or why they are malformed."""
     if not isinstance(rows, list):
-        report.problem(index, "paragraphs", "missing or not a list", skipped=False)
-        return {}
-    out: dict[int, tuple[str, bool]] = {}
+        return "missing or not a list"
+    out: dict[int, Paragraph] = {}
     for position, row in enumerate(rows):
         if not isinstance(row, dict) or not isinstance(row.get("title"), str):
-            report.problem(index, "paragraphs", f"paragraph {position} has no title", skipped=False)
-            continue
+            return f"paragraph {position} has no title"
         text = row.get("paragraph_text")
         if not isinstance(text, str):
-            report.problem(index, "paragraphs", f"paragraph {position} has no paragraph_text", skipped=False)
-            continue
+            return f"paragraph {position} has no paragraph_text"
         idx = row.get("idx", position)
         out[idx if isinstance(idx, int) else position] = (
-            pool.add(row["title"], text),
+            row["title"],
+            text,
             row.get("is_supporting") is True,
         )
     return out
 
 
-def _decomposition(item: dict[str, Any], paragraphs: dict[int, tuple[str, bool]]) -> list[dict[str, Any]]:
+def _decomposition(
+    item: dict[str, Any], paragraphs: dict[int, Paragraph]
+) -> list[tuple[str, str, int | None]]:
+    """(sub-question, answer, supporting paragraph idx) of each decomposition step."""
     steps = item.get("question_decomposition")
     if not isinstance(steps, list):
         return []
@@ -49,48 +56,61 @@ def _decomposition(item: dict[str, Any], paragraphs: dict[int, tuple[str, bool]]
             continue
         support = step.get("paragraph_support_idx")
         out.append(
-            {
-                "question": step["question"],
-                "answer": str(step.get("answer", "")),
-                "document": paragraphs[support][0]
-                if isinstance(support, int) and support in paragraphs
-                else None,
-            }
+            (
+                step["question"],
+                str(step.get("answer", "")),
+                support if isinstance(support, int) and support in paragraphs else None,
+            )
         )
     return out
 
 
 def read_musique_item(
-    item: Any, index: int, pool: ParagraphPool, report: ReadReport
-) -> dict[str, Any] | None:
-    """One MuSiQue item as a question (GFM-RAG fields plus ``candidate_documents`` and
-    ``decomposition``); ``None`` (reported) when it has no question."""
-    question = item_question(item, index, report)
+    item: Any, where: Where, pool: ParagraphPool, report: ReadReport
+) -> PendingQuestion | None:
+    """One MuSiQue item, validated: a function that pools its paragraphs and returns the question
+    (GFM-RAG fields plus ``candidate_documents`` and ``decomposition``); ``None`` (reported) when the
+    item is malformed or, answerable, marks no supporting paragraph."""
+    question = item_question(item, where, report)
     if question is None:
         return None
-    paragraphs = _paragraphs(item, index, pool, report)
+    qid = item_id(item)
+    paragraphs = _paragraphs(item.get("paragraphs"))
+    if isinstance(paragraphs, str):
+        report.problem(where, "paragraphs", paragraphs, item_id=qid)
+        return None
     answerable = item.get("answerable", True) is not False
-    supporting = [key for key, gold in paragraphs.values() if gold] if answerable else []
-    if answerable and not supporting:
-        report.problem(index, "paragraphs", "no paragraph is_supporting", skipped=False)
-    if not answerable:
-        report.unanswerable += 1
-    qid = str(item.get("id", f"item-{index}"))
-    decomposition = _decomposition(item, paragraphs)
-    aliases = item.get("answer_aliases")
-    return {
-        "id": qid,
-        "question": question,
-        "answer": str(item.get("answer", "")),
-        "answer_aliases": [str(a) for a in aliases] if isinstance(aliases, list) else [],
-        "supporting_facts": supporting,
-        "metadata": {
-            "type": qid.split("__", 1)[0] if "__" in qid else "musique",
-            "hops": len(decomposition) or len(supporting),
-            "answerable": answerable,
-            # kept in the index: plan-mode evaluation scores its steps against it (step_recall)
-            "decomposition": [{"question": s["question"], "answer": s["answer"]} for s in decomposition],
-        },
-        "candidate_documents": [key for key, _ in paragraphs.values()],
-        "decomposition": decomposition,
-    }
+    if answerable and not any(gold for _, _, gold in paragraphs.values()):
+        report.problem(where, "paragraphs", "no paragraph is_supporting", item_id=qid)
+        return None
+    steps = _decomposition(item, paragraphs)
+
+    def finish(pool: ParagraphPool) -> dict[str, Any]:
+        keys = {idx: pool.add(title, text) for idx, (title, text, _) in paragraphs.items()}
+        supporting = [keys[idx] for idx, (_, _, gold) in paragraphs.items() if gold] if answerable else []
+        if not answerable:
+            report.unanswerable += 1
+        question_id = qid or f"item-{where.index}"
+        decomposition = [
+            {"question": q, "answer": a, "document": keys[idx] if idx is not None else None}
+            for q, a, idx in steps
+        ]
+        aliases = item.get("answer_aliases")
+        return {
+            "id": question_id,
+            "question": question,
+            "answer": str(item.get("answer", "")),
+            "answer_aliases": [str(a) for a in aliases] if isinstance(aliases, list) else [],
+            "supporting_facts": supporting,
+            "metadata": {
+                "type": question_id.split("__", 1)[0] if "__" in question_id else "musique",
+                "hops": len(decomposition) or len(supporting),
+                "answerable": answerable,
+                # kept in the index: plan-mode evaluation scores its steps against it (step_recall)
+                "decomposition": [{"question": s["question"], "answer": s["answer"]} for s in decomposition],
+            },
+            "candidate_documents": list(keys.values()),
+            "decomposition": decomposition,
+        }
+
+    return finish

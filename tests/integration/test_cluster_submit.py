@@ -55,35 +55,18 @@ def ray_head(tmp_path_factory, ray_cluster) -> Iterator[dict]:
         "RAY_worker_niceness": "0",
     }
     env.pop("RAY_ADDRESS", None)
-    taken: set[int] = set()
-    dashboard = pick_free_port(taken)
-    ports = {
-        "--port": pick_free_port(taken),
-        "--dashboard-port": dashboard,
-        "--ray-client-server-port": pick_free_port(taken),
-        "--metrics-export-port": pick_free_port(taken),
-    }
-    if not port_is_free(DEFAULT_AGENT_PORT):  # held by a process outside this test session
-        ports["--dashboard-agent-listen-port"] = pick_free_port(taken)
-    temp_dir = Path("/tmp") / f"hoprag-head-{secrets.token_hex(3)}"  # short: Ray's socket paths
     log = tmp_path_factory.mktemp("head") / "ray-start.log"
-    command = [
-        str(Path(bin_dir) / "ray"),
-        "start",
-        "--head",
-        "--block",
-        "--node-ip-address=127.0.0.1",
-        "--dashboard-host=127.0.0.1",
-        "--include-dashboard=true",
-        "--num-cpus=6",  # more logical CPUs than cores: Ray Data stages must not starve
-        f"--temp-dir={temp_dir}",
-        *(f"{flag}={port}" for flag, port in ports.items()),
-    ]
-    with log.open("w") as out:
-        head = subprocess.Popen(
-            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    url = f"http://127.0.0.1:{dashboard}"
+    # `ray start` gives up when its node has not registered in a fixed 30 s, which a loaded machine
+    # (load ~10) can exceed: started again on fresh ports, as hoprag's own clusters are
+    # (hoprag.ray_runtime.retry_slow_start).
+    for attempt in range(1, 4):
+        written = log.stat().st_size if log.exists() else 0
+        head, url, temp_dir = _start_head(bin_dir, env, log)
+        if not _gave_up_starting(head, log, written) or attempt == 3:
+            break
+        with contextlib.suppress(ProcessLookupError):  # what the attempt left running
+            os.killpg(head.pid, signal.SIGKILL)
+        shutil.rmtree(temp_dir, ignore_errors=True)
     try:
         _wait_for_job_server(url, token, head, log)
         yield {"url": url, "env": env, "report": lambda: _head_report(head, log, temp_dir)}
@@ -101,6 +84,54 @@ def ray_head(tmp_path_factory, ray_cluster) -> Iterator[dict]:
             head.wait(timeout=30)
         if not died_early:  # a dead head's logs stay for diagnosis; the report names the folder
             shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _start_head(bin_dir: str, env: dict, log: Path) -> tuple[subprocess.Popen, str, Path]:
+    """``ray start --head --block`` on free ports; (process, job server URL, its temp dir)."""
+    taken: set[int] = set()
+    dashboard = pick_free_port(taken)
+    ports = {
+        "--port": pick_free_port(taken),
+        "--dashboard-port": dashboard,
+        "--ray-client-server-port": pick_free_port(taken),
+        "--metrics-export-port": pick_free_port(taken),
+    }
+    if not port_is_free(DEFAULT_AGENT_PORT):  # held by a process outside this test session
+        ports["--dashboard-agent-listen-port"] = pick_free_port(taken)
+    temp_dir = Path("/tmp") / f"hoprag-head-{secrets.token_hex(3)}"  # short: Ray's socket paths
+    command = [
+        str(Path(bin_dir) / "ray"),
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        "--dashboard-host=127.0.0.1",
+        "--include-dashboard=true",
+        "--num-cpus=6",  # more logical CPUs than cores: Ray Data stages must not starve
+        f"--temp-dir={temp_dir}",
+        *(f"{flag}={port}" for flag, port in ports.items()),
+    ]
+    with log.open("a") as out:
+        head = subprocess.Popen(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    return head, f"http://127.0.0.1:{dashboard}", temp_dir
+
+
+def _gave_up_starting(head: subprocess.Popen, log: Path, offset: int) -> bool:
+    """Whether ``ray start`` exited because its node did not come up in time (its output from
+    ``offset`` on; the job server answering later is checked by _wait_for_job_server)."""
+    from hoprag.ray_runtime import SLOW_START
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        output = log.read_text()[offset:]
+        if head.poll() is not None:
+            return SLOW_START in log.read_text()[offset:]
+        if "Ray runtime started" in output:
+            return False
+        time.sleep(0.5)
+    return False
 
 
 def _head_report(head: subprocess.Popen, log: Path, temp_dir: Path) -> str:

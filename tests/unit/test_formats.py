@@ -113,7 +113,7 @@ def test_musique_keeps_paragraphs_that_share_a_title_apart():
     assert any(k.endswith(" (2)") for k in texts)  # a second distinct paragraph under one title
 
 
-def test_malformed_items_are_reported_with_index_field_and_reason_and_skipped(tmp_path):
+def test_malformed_items_are_reported_where_an_editor_shows_them_and_skipped(tmp_path):
     good = _items(REAL / "musique" / "dev-sample.jsonl", 2)
     unanswerable = dict(good[1], id="2hop__x", answerable=False)
     lines = [
@@ -130,7 +130,8 @@ def test_malformed_items_are_reported_with_index_field_and_reason_and_skipped(tm
     assert corpus.questions["test"][1]["supporting_facts"] == []  # unanswerable: no recall gold
     report = "\n".join(corpus.report)
     assert "4 items read, 2 questions kept, 2 skipped, 1 unanswerable" in report
-    assert "item 1: line: not JSON" in report and "item 2: question: missing or empty" in report
+    assert "line 2: line: not JSON" in report and "line 3 (id x): question: missing or empty" in report
+    assert corpus.read.items == 4 and corpus.read.skipped == 2
 
 
 def test_a_json_list_that_breaks_off_keeps_the_items_before_the_break(tmp_path):
@@ -140,24 +141,23 @@ def test_a_json_list_that_breaks_off_keeps_the_items_before_the_break(tmp_path):
     path.write_text(text[: len(text) - 2000], encoding="utf-8")  # the third item is cut mid-way
     corpus = read_published(path, "hotpotqa")
     assert [q["id"] for q in corpus.questions["test"]] == [i["_id"] for i in items[:2]]
-    assert any("item 2: file: the JSON breaks off" in line for line in corpus.report)
+    assert any("item 3: file: the JSON breaks off" in line for line in corpus.report)
 
 
-def test_items_with_broken_fields_are_read_in_part(tmp_path):
-    item = _items(REAL / "hotpotqa" / "dev-distractor-sample.json", 1)[0]
-    broken = dict(
-        item,
-        _id="broken",
-        context=[*item["context"][:3], ["no sentences"]],
-        supporting_facts=[["Nowhere", 0]],
-    )
-    corpus = read_published(_write(tmp_path / "q.json", [item, broken, "a string"]), "hotpotqa")
-    assert [q["id"] for q in corpus.questions["test"]] == [item["_id"], "broken"]
-    assert corpus.questions["test"][1]["supporting_facts"] == []
+def test_an_item_that_fails_validation_is_neither_a_document_nor_a_question(tmp_path):
+    items = _items(REAL / "hotpotqa" / "dev-distractor-sample.json", 3)
+    item = items[0]
+    bad_entry = dict(items[1], _id="bad-entry", context=[*items[1]["context"][:3], ["no sentences"]])
+    no_gold = dict(items[2], _id="no-gold", supporting_facts=[["Nowhere", 0]])
+    corpus = read_published(_write(tmp_path / "q.json", [item, bad_entry, no_gold, "a string"]), "hotpotqa")
+    assert [q["id"] for q in corpus.questions["test"]] == [item["_id"]]
+    titles = {d.title for d in corpus.documents}
+    assert titles == {title for title, _ in item["context"]}  # no paragraph of the rejected items
     report = "\n".join(corpus.report)
-    assert "item 1: context: an entry is not [title, [sentences]]" in report
-    assert "item 1: supporting_facts: title 'Nowhere' is not in the item's context" in report
-    assert "item 2: item: not a JSON object" in report
+    assert "item 2 (id bad-entry): context: entry 3 is not [title, [sentences]]" in report
+    assert "item 3 (id no-gold): supporting_facts: title 'Nowhere' is not in the item's context" in report
+    assert "item 4: item: not a JSON object" in report
+    assert corpus.read.items == 4 and corpus.read.skipped == 3
 
 
 def test_files_that_are_not_published_formats_go_to_the_native_reader(tmp_path):
