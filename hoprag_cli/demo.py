@@ -149,8 +149,8 @@ def _describe_llm(config: LLMBackendConfig) -> str:
     from hoprag.llm.factory import LazyLLM, expected_model_id
 
     tasks = sorted(LazyLLM(config).student_tasks)
-    if not tasks:
-        return f"{expected_model_id(config)} (few-shot prompts)"
+    if not tasks:  # llama.cpp prompts a model with a chat template in chat form
+        return expected_model_id(config) + ("" if config.backend == "llamacpp" else " (few-shot prompts)")
     return (
         f"{expected_model_id(config)}: the distilled student (student prompts for {', '.join(tasks)}; "
         "--set llm.embedded.adapter=null selects the base model with few-shot prompts)"
@@ -238,7 +238,7 @@ def _serve_and_answer(index_dir: Path, retriever: Path | None, index: object, qu
     settings = QAAppSettings(index=str(index_dir), retriever=str(retriever) if retriever else "dense")
     print(
         f"\n[demo] 3/3 serving the QA app (Ray Serve: LLM, Retriever {settings.retriever}, QA, ingress) "
-        f"on http://127.0.0.1:{port}",
+        f"on http://127.0.0.1:{port}\n       answering LLM: {_describe_llm(settings.llm)}",
         flush=True,
     )
     t0 = time.perf_counter()

