@@ -7,7 +7,9 @@ copy, so the pool grows as a real train file's does) and reads it twice, each in
 
 * ``read_published`` (hoprag's reader: ``ijson`` item by item, paragraphs pooled as they come);
 * ``json.load`` of the whole file, the baseline a hand-written reader starts from (parsing only: it
-  does not even build the pool).
+  does not even build the pool);
+* ``dry-run``: ``hoprag index --corpus FILE --dry-run --json``, the whole check a user runs before a
+  build (read, validate, pool, count passages and LLM calls; no model).
 
 Reported per reader: seconds, peak RSS (``ru_maxrss`` of the child), questions kept (items),
 paragraphs.
@@ -39,6 +41,14 @@ if how == "read_published":
     from indexing.formats import read_published
     corpus = read_published(path, "hotpotqa")
     items, paragraphs = sum(len(q) for q in corpus.questions.values()), len(corpus.documents)
+elif how == "dry-run":
+    import contextlib, io
+    from hoprag_cli import main
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["index", "--corpus", str(path), "--dry-run", "--json"]) == 0
+    plan = json.loads(printed.getvalue().strip().splitlines()[-1])
+    items, paragraphs = plan["questions"], plan["documents"]
 else:
     with path.open() as f:
         data = json.load(f)
@@ -118,8 +128,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--readers",
         nargs="+",
-        choices=["read_published", "json.load"],
-        default=["read_published", "json.load"],
+        choices=["read_published", "dry-run", "json.load"],
+        default=["read_published", "dry-run", "json.load"],
         help="which readers to measure, in this order",
     )
     p.add_argument("--json", action="store_true", help="one line of JSON")
