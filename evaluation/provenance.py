@@ -42,7 +42,7 @@ def pair_provenance(config: EvalConfig, bench: BenchmarkSpec, system: SystemSpec
     run is extended."""
     from hoprag.kg.store import read_manifest
     from hoprag.llm.factory import expected_model_id
-    from hoprag.retrieval.loading import retriever_spec_parts
+    from hoprag.retrieval.loading import BUILT_IN, retriever_spec_parts
 
     record: dict[str, Any] = {
         "system": system.model_dump(mode="json", exclude={"name"}),
@@ -57,7 +57,7 @@ def pair_provenance(config: EvalConfig, bench: BenchmarkSpec, system: SystemSpec
         record["retriever_weights"] = {
             part: _retriever_fingerprint(part)
             for part in retriever_spec_parts(system.retriever)
-            if part != "dense"
+            if part not in BUILT_IN
         }
     if system.pipeline in ("rag", "plan"):
         record["retrieve"] = config.retrieve.model_dump(mode="json")

@@ -32,6 +32,8 @@ def index_embedder(
 
 
 FUSION_SEPARATOR = "+"
+# Retrievers that need no directory: the dense baseline and HippoRAG 2's PPR (hoprag/retrieval/ppr.py).
+BUILT_IN = ("dense", "ppr")
 
 
 def retriever_spec_parts(spec: str) -> list[str]:
@@ -57,13 +59,13 @@ def check_retriever_spec(spec: str) -> None:
     from hoprag.glm.artifact import RetrieverLoadError, read_retriever_meta
 
     for part in retriever_spec_parts(spec):
-        if part == "dense":
+        if part in BUILT_IN:
             continue
         try:
             read_retriever_meta(Path(part), kind=None)
         except RetrieverLoadError as exc:
             raise RetrieverSpecError(
-                f"retriever {part!r}: expected 'dense' or a retriever directory; {exc}"
+                f"retriever {part!r}: expected 'dense', 'ppr' or a retriever directory; {exc}"
             ) from exc
 
 
@@ -105,6 +107,10 @@ def _load_one(spec: str, index: KGIndex, embedder: SentenceTransformerEmbedder) 
 
     if spec == "dense":
         return DenseRetriever(index, embedder)
+    if spec == "ppr":
+        from hoprag.retrieval.ppr import PPRRetriever
+
+        return PPRRetriever(index, embedder)
     from hoprag.glm.artifact import RetrieverLoadError, read_retriever_meta
 
     try:
@@ -114,7 +120,7 @@ def _load_one(spec: str, index: KGIndex, embedder: SentenceTransformerEmbedder) 
         return _glm_retriever(spec, index, embedder)
     except RetrieverLoadError as exc:
         raise RetrieverSpecError(
-            f"--retriever {spec!r}: expected 'dense' or a retriever directory; {exc}"
+            f"--retriever {spec!r}: expected 'dense', 'ppr' or a retriever directory; {exc}"
         ) from exc
 
 

@@ -1,0 +1,303 @@
+"""HippoRAG 2's retrieval on a hoprag KG index: Personalized PageRank over entities and passages.
+
+HippoRAG 2 (Gutiérrez et al., 2025, "From RAG to Memory") puts every passage into the knowledge
+graph beside the entities and walks it from the question:
+
+- **nodes**: the index's entities and its documents (passages);
+- **edges** (undirected): an extracted triple joins its head and tail, a synonym (``equivalent``)
+  triple joins two spellings of one thing, and a document joins each entity it mentions
+  (``doc_entities``);
+- **restart vector**: the question is matched against the triples' texts (query-to-triple, the
+  ``linking_top_k`` best facts, cosines min-max normalized over all facts); each entity of those
+  facts gets the fact's score divided by the
+  number of documents it occurs in (rarer entities say more), and only the ``linking_top_k`` best
+  entities by mean fact score stay (with ``question_entities``, the question's linked entities join
+  them, scored by their vector's similarity to the question). Every passage gets its dense
+  similarity to the question, min-max normalized and scaled by ``passage_node_weight``;
+- **walk**: PPR by power iteration on the column-normalized sparse matrix (``scipy.sparse``),
+  ``damping`` the probability of following an edge; documents are ranked by their PPR mass.
+
+A question with no fact above zero and no linked entity has no entity seed; it is answered by the
+dense ranking, with a note (as HippoRAG 2 falls back to dense passage retrieval). The paper's LLM
+fact filter ("recognition memory") is not part of this retriever. Defaults are the paper's
+(damping 0.5, passage node weight 0.05, linking top-k 5).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import Field
+
+from hoprag.config import StrictModel
+from hoprag.embedding import Embedder
+from hoprag.kg.index import KGIndex
+from hoprag.kg.tables import KIND_EQUIVALENT, KIND_EXTRACTED, document_passage, triple_texts
+from hoprag.retrieval.base import RankedDocument, RetrievalQuery, RetrievalResult
+
+logger = logging.getLogger(__name__)
+
+_FACT_BLOCK = 65_536  # fact vectors scored a block at a time: bounded memory at 1M triples
+
+
+class PPRSettings(StrictModel):
+    """HippoRAG 2's retrieval parameters (the paper's values as defaults)."""
+
+    damping: float = Field(
+        default=0.5,
+        gt=0.0,
+        lt=1.0,
+        description="Probability of following an edge at each step (HippoRAG 2: 0.5).",
+    )
+    passage_node_weight: float = Field(
+        default=0.05,
+        ge=0.0,
+        description="Scale of the passages' dense scores in the restart vector (HippoRAG 2: 0.05).",
+    )
+    linking_top_k: int = Field(
+        default=5,
+        ge=1,
+        description="Facts matched to the question, and entities kept as seeds (HippoRAG 2: 5).",
+    )
+    question_entities: bool = Field(
+        default=True,
+        description="Seed the question's linked entities too (hoprag's linker), beside the facts'.",
+    )
+    max_iterations: int = Field(default=100, ge=1, description="Power-iteration steps at most.")
+    tolerance: float = Field(
+        default=1e-8, gt=0.0, description="Stop when the L1 change of the scores is below this."
+    )
+    top_entities: int = Field(
+        default=20, ge=0, description="Entities reported with their PPR mass per question."
+    )
+
+
+@dataclass(frozen=True)
+class PassageGraph:
+    """The entity + passage graph as a column-stochastic sparse transition matrix."""
+
+    transition: object  # scipy.sparse.csc_matrix, [nodes, nodes]; column j: where a walker at j goes
+    num_entities: int
+    num_documents: int
+    entity_doc_counts: np.ndarray  # documents each entity occurs in
+
+    @property
+    def num_nodes(self) -> int:
+        return self.num_entities + self.num_documents
+
+
+def build_passage_graph(index: KGIndex) -> PassageGraph:
+    """The undirected graph of HippoRAG 2 over ``index`` (module docstring), one weight per edge
+    occurrence (a pair joined by several triples is joined more strongly)."""
+    import scipy.sparse as sp
+
+    n_ent, n_doc = index.num_entities, len(index.document_titles)
+    keep = (index.kind == KIND_EXTRACTED) | (index.kind == KIND_EQUIVALENT)
+    heads = index.head[keep].astype(np.int64)
+    tails = index.tail[keep].astype(np.int64)
+    not_loop = heads != tails
+    heads, tails = heads[not_loop], tails[not_loop]
+    links = index.doc_entities
+    doc_ids = links.column("doc_id").to_numpy().astype(np.int64)
+    ent_ids = links.column("entity_id").to_numpy().astype(np.int64)
+    rows = np.concatenate([heads, tails, ent_ids, doc_ids + n_ent])
+    cols = np.concatenate([tails, heads, doc_ids + n_ent, ent_ids])
+    n = n_ent + n_doc
+    adjacency = sp.csc_matrix((np.ones(len(rows), np.float64), (rows, cols)), shape=(n, n))
+    adjacency.sum_duplicates()
+    out_weight = np.asarray(adjacency.sum(axis=0)).ravel()
+    scale = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
+    transition = adjacency @ sp.diags(scale)  # columns sum to 1 (0 for an isolated node)
+    doc_counts = np.bincount(ent_ids, minlength=n_ent) if len(ent_ids) else np.zeros(n_ent, np.int64)
+    return PassageGraph(transition.tocsr(), n_ent, n_doc, doc_counts)
+
+
+def personalized_pagerank(
+    graph: PassageGraph, restart: np.ndarray, damping: float, max_iterations: int, tolerance: float
+) -> np.ndarray:
+    """PPR scores, one column per restart vector (``restart``: ``[nodes, queries]``, each column
+    summing to 1): ``r = (1 - d) * restart + d * (P r + dangling mass * restart)``, iterated to
+    ``tolerance``. Mass that reaches a node without edges returns to the restart vector, so every
+    column of the result sums to 1."""
+    transition = graph.transition
+    dangling = np.asarray(transition.sum(axis=0)).ravel() == 0  # type: ignore[attr-defined]
+    scores = restart.copy()
+    for _ in range(max_iterations):
+        walked = transition @ scores  # type: ignore[operator]
+        lost = scores[dangling].sum(axis=0, keepdims=True)
+        updated = (1.0 - damping) * restart + damping * (walked + lost * restart)
+        change = np.abs(updated - scores).sum(axis=0).max()
+        scores = updated
+        if change < tolerance:
+            break
+    return scores
+
+
+def _min_max(values: np.ndarray) -> np.ndarray:
+    low, high = values.min(axis=-1, keepdims=True), values.max(axis=-1, keepdims=True)
+    span = np.where(high > low, high - low, 1.0)
+    return np.where(high > low, (values - low) / span, 0.0)
+
+
+class PPRRetriever:
+    """HippoRAG 2's Personalized PageRank retriever (module docstring). Thread-safe after load."""
+
+    def __init__(self, index: KGIndex, embedder: Embedder, settings: PPRSettings | None = None) -> None:
+        self.settings = settings or PPRSettings()
+        self._index = index
+        self._embedder = embedder
+        self._titles = index.document_titles
+        self._graph = build_passage_graph(index)
+        stored = index.manifest.get("embedder") == embedder.model_id  # else its vectors do not fit
+        self._facts = np.flatnonzero(index.kind == KIND_EXTRACTED)
+        self._documents: np.ndarray | _RowView = (
+            index.document_embeddings
+            if stored and index.document_embeddings is not None
+            else self._encode(self._document_texts(), "documents")
+        )
+        self._fact_vectors: np.ndarray | _RowView = (
+            _RowView(index.triple_embeddings, self._facts)
+            if stored and index.triple_embeddings is not None
+            else self._encode(self._fact_texts(), "facts")
+        )
+        self._entity_vectors = index.entity_embeddings if stored else None
+
+    def _document_texts(self) -> list[str]:
+        texts = self._index.documents.column("text").to_pylist()
+        return [document_passage(t, x) for t, x in zip(self._titles, texts, strict=True)]
+
+    def _fact_texts(self) -> list[str]:
+        ix, rows = self._index, self._facts
+        return triple_texts(
+            ix.entity_names,
+            ix.entity_surface,
+            ix.relation_names,
+            ix.head[rows],
+            ix.relation[rows],
+            ix.tail[rows],
+        )
+
+    def _encode(self, texts: list[str], what: str) -> np.ndarray:
+        """Vectors encoded now: an index built with another embedder, or before its snapshot kept them."""
+        logger.info("embedding %d %s of %s for PPR (not in the snapshot)", len(texts), what, self._index.path)
+        if not texts:
+            return np.zeros((0, self._embedder.dim), np.float32)
+        return self._embedder.encode(texts)
+
+    @property
+    def name(self) -> str:
+        return "ppr"
+
+    def retrieve(self, queries: Sequence[RetrievalQuery], k: int) -> list[RetrievalResult]:
+        if not queries:
+            return []
+        vectors = self._embedder.encode([q.question for q in queries])
+        dense = self._passage_scores(vectors)
+        restart, seeds = self._restart(queries, vectors, dense)
+        seeded = restart[: self._graph.num_entities].sum(axis=0) > 0
+        restart /= restart.sum(axis=0, keepdims=True).clip(min=1e-30)
+        scores = personalized_pagerank(
+            self._graph, restart, self.settings.damping, self.settings.max_iterations, self.settings.tolerance
+        )
+        return [
+            self._result(scores[:, j], dense[j], k, seeds[j]) if seeded[j] else self._dense_only(dense[j], k)
+            for j in range(len(queries))
+        ]
+
+    def _passage_scores(self, vectors: np.ndarray) -> np.ndarray:
+        """Cosine similarity of every document to each query, ``[queries, documents]``."""
+        if self._graph.num_documents == 0:
+            return np.zeros((len(vectors), 0))
+        return (vectors @ np.asarray(self._documents, dtype=np.float32).T).astype(np.float64)
+
+    def _restart(
+        self, queries: Sequence[RetrievalQuery], vectors: np.ndarray, dense: np.ndarray
+    ) -> tuple[np.ndarray, list[list[str]]]:
+        """The restart vector of each query (``[nodes, queries]``, not yet normalized) and the names
+        of its entity seeds."""
+        graph, s = self._graph, self.settings
+        restart = np.zeros((graph.num_nodes, len(queries)))
+        all_seeds: list[list[str]] = []
+        for j, (query, facts) in enumerate(zip(queries, self._top_facts(vectors), strict=True)):
+            scores: dict[int, list[float]] = {}
+            for fact, score in facts:
+                if score > 0:
+                    t = int(self._facts[fact])
+                    for entity in (int(self._index.head[t]), int(self._index.tail[t])):
+                        scores.setdefault(entity, []).append(score)
+            if s.question_entities and self._entity_vectors is not None:
+                for name in query.question_entities:
+                    entity = self._index.entity_id(name)
+                    if entity is not None:
+                        similarity = float(np.asarray(self._entity_vectors[entity], np.float32) @ vectors[j])
+                        if similarity > 0:
+                            scores.setdefault(entity, []).append(similarity)
+            best = sorted(scores.items(), key=lambda kv: -float(np.mean(kv[1])))[: s.linking_top_k]
+            for entity, values in best:  # a seed's weight: its best score over the documents it is in
+                restart[entity, j] = max(values) / max(1, int(graph.entity_doc_counts[entity]))
+            all_seeds.append([self._index.entity_names[e] for e, _ in best])
+            if graph.num_documents:
+                restart[graph.num_entities :, j] = _min_max(dense[j]) * s.passage_node_weight
+        return restart, all_seeds
+
+    def _top_facts(self, vectors: np.ndarray) -> list[list[tuple[int, float]]]:
+        """The ``linking_top_k`` best (fact row, score) of each query, best first; a score is the
+        fact's cosine min-max normalized over all facts (as HippoRAG 2 scores facts)."""
+        n, k = len(self._facts), self.settings.linking_top_k
+        rows = np.zeros((len(vectors), 0), np.int64)
+        sims = np.zeros((len(vectors), 0), np.float32)
+        low = np.full(len(vectors), np.inf, np.float32)
+        for start in range(0, n, _FACT_BLOCK):
+            block = vectors @ np.asarray(self._fact_vectors[start : start + _FACT_BLOCK], np.float32).T
+            low = np.minimum(low, block.min(axis=1))
+            keep = min(k, block.shape[1])
+            top = np.argpartition(-block, keep - 1, axis=1)[:, :keep]
+            rows = np.concatenate([rows, top + start], axis=1)
+            sims = np.concatenate([sims, np.take_along_axis(block, top, axis=1)], axis=1)
+        order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+        best = []
+        for j in range(len(vectors)):
+            high = float(sims[j, order[j][0]]) if len(order[j]) else 0.0
+            span = high - float(low[j])
+            best.append(
+                [
+                    (int(rows[j, i]), (float(sims[j, i]) - float(low[j])) / span if span > 0 else 1.0)
+                    for i in order[j]
+                ]
+            )
+        return best
+
+    def _result(self, scores: np.ndarray, dense: np.ndarray, k: int, seeds: list[str]) -> RetrievalResult:
+        graph = self._graph
+        docs = scores[graph.num_entities :]
+        order = np.lexsort((-dense, -docs))[:k]  # PPR mass, ties by dense similarity
+        entities = scores[: graph.num_entities]
+        top = np.argsort(-entities, kind="stable")[: self.settings.top_entities]
+        return RetrievalResult(
+            documents=[RankedDocument(int(d), self._titles[int(d)], float(docs[d])) for d in order],
+            entities=[(self._index.entity_names[int(e)], float(entities[e])) for e in top if entities[e] > 0],
+            notes=[f"ppr seeds: {', '.join(seeds)}"],
+        )
+
+    def _dense_only(self, dense: np.ndarray, k: int) -> RetrievalResult:
+        order = np.argsort(-dense, kind="stable")[:k]
+        return RetrievalResult(
+            documents=[RankedDocument(int(d), self._titles[int(d)], float(dense[d])) for d in order],
+            notes=["ppr: no fact or linked entity matched the question; dense ranking"],
+        )
+
+
+class _RowView:
+    """``stored[rows]`` without copying: a slice reads only those rows of the memory map."""
+
+    def __init__(self, stored: np.ndarray, rows: np.ndarray) -> None:
+        self._stored, self._rows = stored, rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, item: slice) -> np.ndarray:
+        return np.asarray(self._stored[self._rows[item]])  # rows ascending: a forward read of the map
