@@ -26,6 +26,7 @@ BENCHMARKS = {
     "formats": ("benchmarks.formats", "run_formats_benchmark"),
     "memory": ("benchmarks.memory", "run_memory_benchmark"),
     "llm": ("benchmarks.llm", "run_llm_benchmark"),
+    "ppr": ("benchmarks.ppr", "run_ppr_benchmark"),
 }
 
 
@@ -39,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from benchmarks.llm import add_arguments as add_llm_bench_arguments
     from benchmarks.memory import add_arguments as add_memory_bench_arguments
     from benchmarks.plan import add_arguments as add_plan_bench_arguments
+    from benchmarks.ppr import add_arguments as add_ppr_bench_arguments
     from benchmarks.search import add_arguments as add_search_bench_arguments
     from benchmarks.serve import add_arguments as add_serve_bench_arguments
     from benchmarks.steps import add_arguments as add_steps_bench_arguments
@@ -145,6 +147,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "reader against json.load, seconds and peak RSS",
     )
     add_formats_bench_arguments(bfm)
+    add_ppr_bench_arguments(
+        bsub.add_parser(
+            "ppr",
+            help="HippoRAG 2's PPR retriever at scale (synthetic 1M triples, real indexes): load, latency "
+            "p50/p95 and peak RSS beside dense and the GLM",
+        )
+    )
     bmg = bsub.add_parser(
         "memory",
         help="the memory graph's thesis vertices: build seconds and bytes beside the rest of the index",
