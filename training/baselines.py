@@ -94,6 +94,7 @@ def compare_with_baselines(index_dir: IndexArg, out: Path, config: TrainConfig) 
     run_spec, fused_spec = str(out), f"{out}+dense"
     entries = [
         ("dense (MiniLM sentence embeddings)", "dense"),
+        ("HippoRAG 2's PPR (no training)", "ppr"),
         ("shipped GLM, zero-shot", PACKAGED_GLM_NAME),
         ("this run + dense, fused (RRF)", fused_spec),
         ("this run", run_spec),
@@ -108,7 +109,7 @@ def compare_with_baselines(index_dir: IndexArg, out: Path, config: TrainConfig) 
         embedder = index_embedder(index)
         # each model is loaded once per index; the fused row reuses the run's and dense's
         loaded: dict[str, Retriever] = {}
-        for spec in ("dense", PACKAGED_GLM_NAME, run_spec):
+        for spec in ("dense", "ppr", PACKAGED_GLM_NAME, run_spec):
             if spec in skipped:
                 continue
             try:
