@@ -63,8 +63,9 @@ class PPRSettings(StrictModel):
         description="Facts matched to the question, and entities kept as seeds (HippoRAG 2: 5).",
     )
     question_entities: bool = Field(
-        default=True,
-        description="Seed the question's linked entities too (hoprag's linker), beside the facts'.",
+        default=False,
+        description="Also seed the question's linked entities (hoprag's linker), scored by their vector's "
+        "cosine to the question; HippoRAG 2 seeds from facts alone (off: measured better, docs/ppr.md).",
     )
     max_iterations: int = Field(default=100, ge=1, description="Power-iteration steps at most.")
     tolerance: float = Field(
