@@ -101,7 +101,9 @@ def test_spec_grammar(tmp_path):
         retriever_spec_parts("runs/glm+")
     with pytest.raises(RetrieverSpecError, match="twice"):
         retriever_spec_parts("dense+dense")
-    with pytest.raises(RetrieverSpecError, match="'nowhere': expected 'dense', 'ppr' or a retriever directory"):
+    with pytest.raises(
+        RetrieverSpecError, match="'nowhere': expected 'dense', 'ppr' or a retriever directory"
+    ):
         check_retriever_spec("dense+nowhere")
 
 
