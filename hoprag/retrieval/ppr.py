@@ -8,7 +8,8 @@ graph beside the entities and walks it from the question:
   triple joins two spellings of one thing, and a document joins each entity it mentions
   (``doc_entities``);
 - **restart vector**: the question is matched against the triples' texts (query-to-triple, the
-  ``linking_top_k`` best facts, cosines min-max normalized over all facts); each entity of those
+  ``linking_top_k`` best facts through the snapshot's triple search, cosines min-max normalized
+  with the floor taken over a fixed sample of facts: all of them on small graphs); each entity of those
   facts gets the fact's score divided by the
   number of documents it occurs in (rarer entities say more), and only the ``linking_top_k`` best
   entities by mean fact score stay (with ``question_entities``, the question's linked entities join
@@ -37,10 +38,11 @@ from hoprag.embedding import Embedder
 from hoprag.kg.index import KGIndex
 from hoprag.kg.tables import KIND_EQUIVALENT, KIND_EXTRACTED, document_passage, triple_texts
 from hoprag.retrieval.base import RankedDocument, RetrievalQuery, RetrievalResult
+from hoprag.vectorsearch import ExactSearch, VectorSearch
 
 logger = logging.getLogger(__name__)
 
-_FACT_BLOCK = 65_536  # fact vectors scored a block at a time: bounded memory at 1M triples
+_FLOOR_SAMPLE = 4096  # facts whose lowest cosine is the min-max floor of fact scores
 
 
 class PPRSettings(StrictModel):
@@ -154,17 +156,42 @@ class PPRRetriever:
         self._graph = build_passage_graph(index)
         stored = index.manifest.get("embedder") == embedder.model_id  # else its vectors do not fit
         self._facts = np.flatnonzero(index.kind == KIND_EXTRACTED)
-        self._documents: np.ndarray | _RowView = (
+        self._documents: np.ndarray = (
             index.document_embeddings
             if stored and index.document_embeddings is not None
             else self._encode(self._document_texts(), "documents")
         )
-        self._fact_vectors: np.ndarray | _RowView = (
-            _RowView(index.triple_embeddings, self._facts)
-            if stored and index.triple_embeddings is not None
-            else self._encode(self._fact_texts(), "facts")
+        # Facts are searched through the snapshot's triple search (an ANN index at scale, exact
+        # below its size threshold; synonym triples filtered out) or, without stored vectors,
+        # exactly over vectors encoded now. Search row -> triple id: ``_fact_ids``.
+        triples = index.vector_search("triple") if stored else None
+        if triples is not None and triples.size == index.num_triples:
+            self._fact_search: VectorSearch = triples
+            self._fact_ids = np.arange(index.num_triples)
+        else:
+            self._fact_search = ExactSearch(self._encode(self._fact_texts(), "facts"))
+            self._fact_ids = self._facts
+        # The min-max floor of fact scores: the lowest cosine over a fixed sample of facts (all of
+        # them up to _FLOOR_SAMPLE), read once; scoring every fact per question at 1M triples would
+        # read the whole matrix.
+        rows = (
+            self._facts
+            if len(self._facts) <= _FLOOR_SAMPLE
+            else np.sort(np.random.default_rng(0).choice(self._facts, _FLOOR_SAMPLE, replace=False))
         )
+        self._floor_vectors = self._fact_rows(rows)
         self._entity_vectors = index.entity_embeddings if stored else None
+
+    def _fact_rows(self, triple_ids: np.ndarray) -> np.ndarray:
+        """The vectors of these extracted triples, from whichever search holds them."""
+        search = self._fact_search
+        matrix = getattr(search, "vectors", None)
+        if matrix is None:  # an ANN search keeps no float matrix: the snapshot's does
+            matrix = self._index.triple_embeddings
+        positions = (
+            triple_ids if self._fact_ids is not self._facts else np.searchsorted(self._facts, triple_ids)
+        )
+        return np.asarray(matrix[positions], dtype=np.float32)  # type: ignore[index]
 
     def _document_texts(self) -> list[str]:
         texts = self._index.documents.column("text").to_pylist()
@@ -226,7 +253,7 @@ class PPRRetriever:
             scores: dict[int, list[float]] = {}
             for fact, score in facts:
                 if score > 0:
-                    t = int(self._facts[fact])
+                    t = fact
                     for entity in (int(self._index.head[t]), int(self._index.tail[t])):
                         scores.setdefault(entity, []).append(score)
             if s.question_entities and self._entity_vectors is not None:
@@ -245,31 +272,30 @@ class PPRRetriever:
         return restart, all_seeds
 
     def _top_facts(self, vectors: np.ndarray) -> list[list[tuple[int, float]]]:
-        """The ``linking_top_k`` best (fact row, score) of each query, best first; a score is the
-        fact's cosine min-max normalized over all facts (as HippoRAG 2 scores facts)."""
-        n, k = len(self._facts), self.settings.linking_top_k
-        rows = np.zeros((len(vectors), 0), np.int64)
-        sims = np.zeros((len(vectors), 0), np.float32)
-        low = np.full(len(vectors), np.inf, np.float32)
-        for start in range(0, n, _FACT_BLOCK):
-            block = vectors @ np.asarray(self._fact_vectors[start : start + _FACT_BLOCK], np.float32).T
-            low = np.minimum(low, block.min(axis=1))
-            keep = min(k, block.shape[1])
-            top = np.argpartition(-block, keep - 1, axis=1)[:, :keep]
-            rows = np.concatenate([rows, top + start], axis=1)
-            sims = np.concatenate([sims, np.take_along_axis(block, top, axis=1)], axis=1)
-        order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
-        best = []
+        """The ``linking_top_k`` best (triple id, score) of each query among the extracted facts,
+        best first; a score is the fact's cosine min-max normalized (as HippoRAG 2 scores facts),
+        the floor being the lowest cosine over the fact sample."""
+        k = self.settings.linking_top_k
+        if len(self._facts) == 0:
+            return [[] for _ in vectors]
+        # synonym triples share the search: ask for more, keep the extracted ones
+        wanted = min(self._fact_search.size, 4 * k + 16)
+        ids, sims = self._fact_search.search(vectors, wanted)
+        floors = (vectors @ self._floor_vectors.T).min(axis=1)
+        out = []
         for j in range(len(vectors)):
-            high = float(sims[j, order[j][0]]) if len(order[j]) else 0.0
-            span = high - float(low[j])
-            best.append(
-                [
-                    (int(rows[j, i]), (float(sims[j, i]) - float(low[j])) / span if span > 0 else 1.0)
-                    for i in order[j]
-                ]
-            )
-        return best
+            found = [
+                (int(self._fact_ids[i]), float(c))
+                for i, c in zip(ids[j], sims[j], strict=True)
+                if i >= 0 and self._index.kind[self._fact_ids[i]] == KIND_EXTRACTED
+            ][:k]
+            if not found:
+                out.append([])
+                continue
+            low, high = min(float(floors[j]), found[-1][1]), found[0][1]
+            span = high - low
+            out.append([(t, (c - low) / span if span > 0 else 1.0) for t, c in found])
+        return out
 
     def _result(self, scores: np.ndarray, dense: np.ndarray, k: int, seeds: list[str]) -> RetrievalResult:
         graph = self._graph
@@ -289,16 +315,3 @@ class PPRRetriever:
             documents=[RankedDocument(int(d), self._titles[int(d)], float(dense[d])) for d in order],
             notes=["ppr: no fact or linked entity matched the question; dense ranking"],
         )
-
-
-class _RowView:
-    """``stored[rows]`` without copying: a slice reads only those rows of the memory map."""
-
-    def __init__(self, stored: np.ndarray, rows: np.ndarray) -> None:
-        self._stored, self._rows = stored, rows
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __getitem__(self, item: slice) -> np.ndarray:
-        return np.asarray(self._stored[self._rows[item]])  # rows ascending: a forward read of the map

@@ -117,3 +117,26 @@ def test_settings_are_validated() -> None:
     with pytest.raises(ValueError):
         PPRSettings(linking_top_k=0)
     assert PPRSettings().model_dump()["damping"] == 0.5
+
+
+class _Renamed:
+    """The same embedder under another model id: the index's stored vectors no longer fit it."""
+
+    def __init__(self, inner) -> None:
+        self._inner, self.dim, self.model_id = inner, inner.dim, "another-embedder"
+
+    def encode(self, texts):
+        return self._inner.encode(texts)
+
+
+def test_vectors_encoded_at_load_rank_as_the_stored_ones(glm_index: KGIndex, embedder) -> None:
+    """An index built with another embedder: facts and documents are encoded at load and searched
+    exactly; with the same model underneath, the ranking is the stored vectors' one."""
+    question = [RetrievalQuery("Which country is the birthplace of Mira Castell in?")]
+    stored = PPRRetriever(glm_index, embedder).retrieve(question, k=3)[0]
+    encoded = PPRRetriever(glm_index, _Renamed(embedder)).retrieve(question, k=3)[0]
+    assert [d.title for d in encoded.documents] == [d.title for d in stored.documents]
+    assert [d.score for d in encoded.documents] == pytest.approx(
+        [d.score for d in stored.documents], abs=1e-4
+    )
+    assert encoded.notes == stored.notes
