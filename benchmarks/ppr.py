@@ -4,8 +4,9 @@ For each graph — a synthetic KG index of N triples (:mod:`indexing.synthetic_k
 vectors, no LLM; written once under ``--workdir`` and reused) and any real index given with
 ``--index`` — and each retriever (``--retrievers``, default ``ppr``, ``dense`` and
 ``packaged-glm``), a fresh process loads the retriever and answers the index's test questions one
-at a time (top 5). Reported per pair: load seconds, latency p50 / p95 per question, and the child's
-peak RSS (its whole footprint: index, vectors, graph, model). The retrievers take turns on the same
+at a time (top 5). Reported per pair: load seconds, latency p50 / p95 per question, the child's
+peak RSS (``VmHWM``: its whole footprint: index, vectors, graph, model) and how many questions the
+retriever answered with its dense fallback (no seed). The retrievers take turns on the same
 questions, so the ratios to dense hold on a shared machine.
 """
 
@@ -45,8 +46,6 @@ def synthetic_index(workdir: Path, triples: int) -> Path:
 
 def _child(argv: Sequence[str]) -> None:
     """In a fresh process: load ``spec`` over ``index`` and time ``questions`` retrievals."""
-    import resource
-
     import numpy as np
 
     from hoprag.kg.index import KGIndex
@@ -61,11 +60,12 @@ def _child(argv: Sequence[str]) -> None:
     rows = [r for r in index.questions.to_pylist() if r["split"] == "test"][:count]  # type: ignore[union-attr]
     queries = [RetrievalQuery(r["question"], tuple(r.get("question_entities") or ())) for r in rows]
     retriever.retrieve(queries[:1], k=5)  # first call: lazy tables, caches
-    seconds = []
+    seconds, fallbacks = [], 0
     for query in queries:
         t0 = time.perf_counter()
-        retriever.retrieve([query], k=5)
+        [result] = retriever.retrieve([query], k=5)
         seconds.append(time.perf_counter() - t0)
+        fallbacks += any("dense" in note for note in result.notes)
     print(
         json.dumps(
             {
@@ -73,10 +73,22 @@ def _child(argv: Sequence[str]) -> None:
                 "questions": len(seconds),
                 "p50_s": round(float(np.percentile(seconds, 50)), 4),
                 "p95_s": round(float(np.percentile(seconds, 95)), 4),
-                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+                "peak_rss_mib": _peak_rss_mib(),
+                "dense_fallbacks": fallbacks,
             }
         )
     )
+
+
+def _peak_rss_mib() -> int:
+    """This process's own peak RSS: ``VmHWM`` (reset by exec; ``ru_maxrss`` keeps the parent's peak
+    from before the fork, the whole 1M-triple index build)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024)
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 def measure(index: Path, spec: str, questions: int) -> dict[str, Any]:
@@ -104,7 +116,8 @@ def _table(report: dict[str, Any]) -> Iterable[str]:
             continue
         yield (
             f"  {row['graph']:<28} {row['retriever']:<14} load {row['load_s']:>7.1f} s  p50 {row['p50_s']:>7.3f} s  "
-            f"p95 {row['p95_s']:>7.3f} s  peak RSS {row['peak_rss_mib']:>6,} MiB  ({row['questions']} questions)"
+            f"p95 {row['p95_s']:>7.3f} s  peak RSS {row['peak_rss_mib']:>6,} MiB  ({row['questions']} questions, "
+            f"{row['dense_fallbacks']} answered by dense)"
         )
 
 
