@@ -16,6 +16,7 @@ from hoprag.planner.config import PlannerConfig
 from hoprag.qa.config import ANSWERING_LLM_HELP, QASettings, RetrieveModeSettings, answering_llm
 from hoprag.ray_runtime import RayConfig
 from hoprag.retrieval.base import DEFAULT_RETRIEVER
+from hoprag.retrieval.ppr_settings import PPRSettings
 
 REGISTRY = Path(__file__).parent / "registry.yaml"
 _NAME = re.compile(r"^[\w.-]+$")
@@ -123,6 +124,10 @@ class EvalConfig(StrictModel):
     retrieve: RetrieveModeSettings = Field(
         default_factory=RetrieveModeSettings, description="Single-shot GLM-RAG settings (rag systems)."
     )
+    ppr: PPRSettings = Field(
+        default_factory=PPRSettings,
+        description="HippoRAG 2's PPR retriever, for systems whose retriever names 'ppr'.",
+    )
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     ks: list[int] = Field(default_factory=lambda: [1, 2, 5, 10], description="Document recall cut-offs.")
     retrieval_actors: int = Field(default=2, ge=1, description="Actor pool size for retrieval systems.")
@@ -138,7 +143,9 @@ class EvalConfig(StrictModel):
     def qa_settings(self, system: SystemSpec | None = None) -> QASettings:
         """The QA settings a system is built with (as ``hoprag ask`` and the QA app take them): the
         run's, with the system's own planner settings where it has them."""
-        return QASettings(llm=self.llm, planner=self.planner_for(system), retrieve=self.retrieve)
+        return QASettings(
+            llm=self.llm, planner=self.planner_for(system), retrieve=self.retrieve, ppr=self.ppr
+        )
 
     def planner_for(self, system: SystemSpec | None) -> PlannerConfig:
         """The planner settings of ``system``: its own, else the run's."""

@@ -59,6 +59,8 @@ def pair_provenance(config: EvalConfig, bench: BenchmarkSpec, system: SystemSpec
             for part in retriever_spec_parts(system.retriever)
             if part not in BUILT_IN
         }
+    if system.retriever and "ppr" in retriever_spec_parts(system.retriever):
+        record["ppr"] = config.ppr.model_dump(mode="json")
     if system.pipeline in ("rag", "plan"):
         record["retrieve"] = config.retrieve.model_dump(mode="json")
     if system.pipeline == "plan":

@@ -58,7 +58,9 @@ def build_app(args: dict[str, Any] | QAAppSettings) -> Application:
     for served in settings.served_indexes:
         retriever = RetrieverDeployment.options(
             name=f"Retriever-{served.name}", **settings.retriever_deployment.options()
-        ).bind(served, settings.batching, settings.updates.watch_interval_s, settings.vector_search)
+        ).bind(
+            served, settings.batching, settings.updates.watch_interval_s, settings.vector_search, settings.ppr
+        )
         qa_by_index[served.name] = QADeployment.options(
             name=f"QA-{served.name}", **settings.qa.options()
         ).bind(settings, served, llm, retriever)

@@ -61,7 +61,9 @@ def load_components(
         index, reuse=embedder if isinstance(embedder, SentenceTransformerEmbedder) else None
     )
     backend: LLM = llm if llm is not None else LazyLLM(settings.llm)
-    built = load_retriever(retriever, index, embedder) if isinstance(retriever, str) else retriever
+    built = (
+        load_retriever(retriever, index, embedder, settings.ppr) if isinstance(retriever, str) else retriever
+    )
     return QAComponents(
         kg=KnowledgeGraphView(index, embedder),
         llm=backend,

@@ -9,6 +9,7 @@ from hoprag.llm.factory import LLMBackendConfig
 from hoprag.llm.gguf_models import QWEN_15B
 from hoprag.planner.config import PlannerConfig
 from hoprag.qa.system import QAMode
+from hoprag.retrieval.ppr_settings import PPRSettings
 from hoprag.vectorsearch import VectorSearchConfig
 
 
@@ -46,6 +47,11 @@ class QASettings(StrictModel):
     llm: LLMBackendConfig = Field(default_factory=answering_llm, description=ANSWERING_LLM_HELP)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     retrieve: RetrieveModeSettings = Field(default_factory=RetrieveModeSettings)
+    ppr: PPRSettings = Field(
+        default_factory=PPRSettings,
+        description="HippoRAG 2's PPR retriever (a retriever spec naming 'ppr'): damping, passage weight, "
+        "linking top-k (docs/ppr.md).",
+    )
     vector_search: VectorSearchConfig = Field(
         default_factory=VectorSearchConfig,
         description="How entity, triple and document vectors are searched (the snapshot's ANN indexes, "

@@ -9,6 +9,7 @@ from typing import Any
 from hoprag.embedding import EmbedderConfig, SentenceTransformerEmbedder
 from hoprag.kg.index import KGIndex
 from hoprag.retrieval.base import Retriever
+from hoprag.retrieval.ppr_settings import PPRSettings
 from hoprag.retrieval.subgraph import DocRanker, SubgraphRetrieverSettings
 
 
@@ -70,20 +71,24 @@ def check_retriever_spec(spec: str) -> None:
 
 
 def load_retriever(
-    spec: str, index: KGIndex, embedder: SentenceTransformerEmbedder | None = None
+    spec: str,
+    index: KGIndex,
+    embedder: SentenceTransformerEmbedder | None = None,
+    ppr: PPRSettings | None = None,
 ) -> Retriever:
     """``dense`` → the dense baseline with the index's embedder; a path → an exported GLM or GNN
     retriever (``RUN_DIR/retriever`` or ``RUN_DIR`` itself), with the dense baseline as its fallback for
     questions without a linked entity; ``A+B`` → both, their rankings fused by reciprocal rank
-    fusion (e.g. ``runs/glm+dense``). Pass ``embedder`` (from :func:`index_embedder`) to share an
-    already loaded model."""
+    fusion (e.g. ``runs/glm+dense``); ``ppr`` → HippoRAG 2's PPR retriever with ``ppr``'s settings
+    (default: the paper's). Pass ``embedder`` (from :func:`index_embedder`) to share an already
+    loaded model."""
     embedder = embedder or index_embedder(index)
     parts = retriever_spec_parts(spec)
     if len(parts) > 1:
         from hoprag.retrieval.fusion import FusedRetriever
 
-        return FusedRetriever([_load_one(part, index, embedder) for part in parts])
-    return _load_one(spec, index, embedder)
+        return FusedRetriever([_load_one(part, index, embedder, ppr) for part in parts])
+    return _load_one(spec, index, embedder, ppr)
 
 
 def with_doc_ranker(retriever: Retriever, doc_ranker: DocRanker) -> Retriever:
@@ -102,7 +107,9 @@ def with_doc_ranker(retriever: Retriever, doc_ranker: DocRanker) -> Retriever:
     return retriever
 
 
-def _load_one(spec: str, index: KGIndex, embedder: SentenceTransformerEmbedder) -> Retriever:
+def _load_one(
+    spec: str, index: KGIndex, embedder: SentenceTransformerEmbedder, ppr: PPRSettings | None = None
+) -> Retriever:
     from hoprag.retrieval.dense import DenseRetriever
 
     if spec == "dense":
@@ -110,7 +117,7 @@ def _load_one(spec: str, index: KGIndex, embedder: SentenceTransformerEmbedder) 
     if spec == "ppr":
         from hoprag.retrieval.ppr import PPRRetriever
 
-        return PPRRetriever(index, embedder)
+        return PPRRetriever(index, embedder, ppr)
     from hoprag.glm.artifact import RetrieverLoadError, read_retriever_meta
 
     try:

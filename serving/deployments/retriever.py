@@ -16,6 +16,7 @@ from typing import Any
 from ray import serve
 
 from hoprag.retrieval.base import RetrievalQuery, RetrievalResult, Retriever
+from hoprag.retrieval.ppr_settings import PPRSettings
 from hoprag.vectorsearch import VectorSearchConfig
 from serving.settings import BatchingSettings, ServedIndex
 
@@ -28,11 +29,13 @@ class RetrieverDeployment:
         batching: BatchingSettings,
         watch_interval_s: float = 0.0,
         vectors: VectorSearchConfig | None = None,
+        ppr: PPRSettings | None = None,
     ) -> None:
         from serving.snapshots import SnapshotSet, SnapshotWatcher
 
         self._served = served
         self._vectors = vectors
+        self._ppr = ppr
         from serving.deployments.memory import ReplicaMemory
 
         self._memory = ReplicaMemory()
@@ -61,7 +64,8 @@ class RetrieverDeployment:
             t for t in LAZY_TABLES if t not in ("triple_doc_ids", "questions")
         )
         self._embedder = index_embedder(index, reuse=self._embedder)
-        return index.snapshot_id, (index, load_retriever(self._served.retriever, index, self._embedder))
+        retriever = load_retriever(self._served.retriever, index, self._embedder, self._ppr)
+        return index.snapshot_id, (index, retriever)
 
     async def retrieve(self, query: RetrievalQuery, k: int, snapshot: str | None = None) -> RetrievalResult:
         if self._batching.enabled:

@@ -140,3 +140,30 @@ def test_vectors_encoded_at_load_rank_as_the_stored_ones(glm_index: KGIndex, emb
         [d.score for d in stored.documents], abs=1e-4
     )
     assert encoded.notes == stored.notes
+
+
+def test_the_ppr_section_of_a_config_reaches_the_retriever(glm_index: KGIndex) -> None:
+    """`--set ppr.damping=0.6` on ask / serve / eval: the QA settings' section builds the retriever,
+    alone and inside a fusion; evaluation passes its own section and records it with the results."""
+    from evaluation.config import EvalConfig
+    from evaluation.provenance import pair_provenance
+    from hoprag.qa.builder import load_components
+    from hoprag.qa.config import QASettings
+
+    settings = QASettings.model_validate({"ppr": {"damping": 0.6, "linking_top_k": 3}})
+    alone = load_components(glm_index.path, settings, retriever="ppr").retriever
+    assert (alone.settings.damping, alone.settings.linking_top_k) == (0.6, 3)  # type: ignore[attr-defined]
+    fused = load_components(glm_index.path, settings, retriever="dense+ppr").retriever
+    assert fused.retrievers[1].settings.damping == 0.6  # type: ignore[attr-defined]
+    config = EvalConfig.model_validate(
+        {
+            "benchmarks": [{"name": "b", "index": str(glm_index.path)}],
+            "systems": [{"name": "p", "kind": "retrieval", "retriever": "ppr+dense"}],
+            "out": "unused",
+            "ppr": {"damping": 0.7},
+        }
+    )
+    assert config.qa_settings(config.systems[0]).ppr.damping == 0.7
+    assert pair_provenance(config, config.benchmarks[0], config.systems[0])["ppr"]["damping"] == 0.7
+    with pytest.raises(ValueError, match="damping"):
+        QASettings.model_validate({"ppr": {"damping": 1.5}})
