@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hoprag.text import clean_document_text, content_hash
-from indexing.inputs import logical_suffix, open_input, read_bytes
+from indexing.inputs import jsonl_items, logical_suffix, read_bytes
 from indexing.problems import ReadReport, Where
 
 SPLITS = ("train", "test")
@@ -89,7 +89,8 @@ def _add(
     report: ReadReport,
     where: Where,
 ) -> None:
-    report.items += 1
+    """One ``{title, text}`` row (counted in ``report.items`` by the caller): a document, or a
+    problem located at ``where``."""
     if isinstance(text, bytes) or (isinstance(text, str) and "\ufffd" in text):
         problems["non_utf8_text"] += 1
     if not isinstance(title, str | bytes | None) or not isinstance(text, str | bytes | None):
@@ -117,11 +118,10 @@ def _add(
 def _add_row(
     docs: dict[str, Document], row: Any, problems: Counter[str], report: ReadReport, where: Where
 ) -> None:
-    """One ``{title, text}`` row of a list or a JSONL file."""
+    """One ``{title, text}`` row of a list or a JSONL file (counted by the caller)."""
     if isinstance(row, dict):
         _add(docs, row.get("title"), row.get("text"), problems, report, where)
         return
-    report.items += 1
     problems["bad_row"] += 1
     report.problem(where, "row", "not a {title, text} object")
 
@@ -135,9 +135,11 @@ def _corpus_from_mapping(
     file: str = "",
 ) -> None:
     if isinstance(obj, dict):
+        report.items += len(obj)
         for index, (title, text) in enumerate(obj.items()):
             _add(docs, title, text, problems, report, Where("entry", index, file))
     elif isinstance(obj, list):
+        report.items += len(obj)
         for index, row in enumerate(obj):
             _add_row(docs, row, problems, report, Where("item", index, file))
     else:
@@ -146,26 +148,12 @@ def _corpus_from_mapping(
 
 def _jsonl_rows(path: Path, docs: dict[str, Document], problems: Counter[str], report: ReadReport) -> None:
     """A JSONL corpus, streamed line by line (the file is never read whole)."""
-    non_utf8 = False
-    with open_input(path) as handle:
-        for index, raw in enumerate(handle):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                non_utf8 = True
-                line = raw.decode("utf-8", errors="replace")
-            if not line.strip():
-                continue
-            where = Where("line", index)
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                report.items += 1
-                problems["bad_jsonl_line"] += 1
-                report.problem(where, "line", f"not JSON ({exc.msg})")
-                continue
-            _add_row(docs, row, problems, report, where)
-    if non_utf8:
+    before_bad, before_undecodable = report.bad_lines, report.undecodable_lines
+    for where, row in jsonl_items(path, report):
+        _add_row(docs, row, problems, report, where)
+    if report.bad_lines > before_bad:
+        problems["bad_jsonl_line"] += report.bad_lines - before_bad
+    if report.undecodable_lines > before_undecodable:
         problems["non_utf8_file"] += 1
 
 
@@ -205,6 +193,7 @@ def read_corpus(path: str | Path) -> Corpus:
         missing = {"title", "text"} - set(table.column_names)
         if missing:
             raise CorpusError(f"{p}: missing column(s) {sorted(missing)}")
+        report.items += table.num_rows
         for index, (title, text) in enumerate(
             zip(table.column("title").to_pylist(), table.column("text").to_pylist(), strict=True)
         ):

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import io
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
+
+from indexing.problems import ReadReport, Where
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BZIP2_LEVELS = tuple(str(n).encode() for n in range(1, 10))
@@ -42,36 +44,40 @@ def compression(path: Path) -> str | None:
     return None
 
 
-class _SkipBOM(io.RawIOBase):
-    """A binary stream without a leading UTF-8 byte-order mark (``json`` and ``ijson`` refuse it)."""
-
-    def __init__(self, inner: BinaryIO) -> None:
-        self._inner = inner
-        head = inner.read(len(UTF8_BOM))
-        self._pending = b"" if head == UTF8_BOM else head
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        view = memoryview(buffer).cast("B")
-        if self._pending:
-            n = min(len(view), len(self._pending))
-            view[:n] = self._pending[:n]
-            self._pending = self._pending[n:]
-            return n
-        data = self._inner.read(len(view))
-        view[: len(data)] = data
-        return len(data)
-
-
 @contextmanager
 def open_input(path: Path) -> Iterator[BinaryIO]:
-    """``path``'s content as a buffered binary stream: decompressed on the fly, without a BOM."""
+    """``path``'s content as a buffered binary stream: decompressed on the fly, a leading UTF-8
+    byte-order mark skipped (``json`` and ``ijson`` refuse it)."""
     kind = compression(path)
     opener = gzip.open if kind == "gzip" else bz2.open if kind == "bzip2" else open
-    with opener(path, "rb") as raw:
-        yield io.BufferedReader(_SkipBOM(raw), buffer_size=1 << 16)  # type: ignore[arg-type]
+    with opener(path, "rb") as handle:  # buffered, all three: peek() sees the head unread
+        if handle.peek(len(UTF8_BOM))[: len(UTF8_BOM)] == UTF8_BOM:
+            handle.read(len(UTF8_BOM))
+        yield handle  # type: ignore[misc]
+
+
+def jsonl_items(path: Path, report: ReadReport, file: str = "") -> Iterator[tuple[Where, Any]]:
+    """``(where, value)`` of every non-blank line of a JSONL file, ``line N`` from 1. ``report``
+    counts the lines (``items``); a line that is not JSON is a skipped problem (``bad_lines``), and
+    a line with bytes that are not UTF-8 is read with them replaced (``undecodable_lines``)."""
+    with open_input(path) as handle:
+        for index, raw in enumerate(handle):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                report.undecodable_lines += 1
+                line = raw.decode("utf-8", errors="replace")
+            if not line.strip():
+                continue
+            where = Where("line", index, file)
+            report.items += 1
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                report.bad_lines += 1
+                report.problem(where, "line", f"not JSON ({exc.msg})")
+                continue
+            yield where, value
 
 
 def read_bytes(path: Path) -> bytes:

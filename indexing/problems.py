@@ -68,6 +68,8 @@ class ReadReport:
     skipped: int = 0
     unanswerable: int = 0  # MuSiQue "full": kept out of recall, counted here
     duplicates: int = 0  # items whose id an earlier item already had (the first is kept)
+    bad_lines: int = 0  # JSONL lines that are not JSON (each also a problem)
+    undecodable_lines: int = 0  # JSONL lines read with non-UTF-8 bytes replaced (kept)
     problems: list[ItemProblem] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
 

@@ -10,12 +10,11 @@ JSON list that breaks off mid-file keeps every item before the break and reports
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from indexing.inputs import head_text, logical_suffix, open_input
+from indexing.inputs import head_text, jsonl_items, logical_suffix, open_input
 from indexing.problems import ReadReport, Where
 
 
@@ -25,25 +24,9 @@ def iter_items(path: Path, report: ReadReport, name_file: bool = False) -> Itera
     the file (a read of several files)."""
     file = path.name if name_file else ""
     if logical_suffix(path) == ".jsonl":
-        yield from _jsonl_items(path, report, file)
+        yield from jsonl_items(path, report, file)
     else:
         yield from _json_list_items(path, report, file)
-
-
-def _jsonl_items(path: Path, report: ReadReport, file: str) -> Iterator[tuple[Where, Any]]:
-    with open_input(path) as handle:
-        for index, raw in enumerate(handle):
-            line = raw.decode("utf-8", errors="replace").strip()
-            if not line:
-                continue
-            where = Where("line", index, file)
-            report.items += 1
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                report.problem(where, "line", f"not JSON ({exc.msg})")
-                continue
-            yield where, item
 
 
 def _json_list_items(path: Path, report: ReadReport, file: str) -> Iterator[tuple[Where, Any]]:

@@ -103,11 +103,11 @@ _SAME_READER = {"hotpotqa": "hotpot", "2wikimultihopqa": "hotpot"}
 
 def _check_forced(p: Path, fmt: str, detected: str) -> None:
     """A ``--format`` that does not match what the file is: an error naming what it looks like."""
-    if fmt == detected or _SAME_READER.get(fmt, fmt) == _SAME_READER.get(detected, detected):
+    if _SAME_READER.get(fmt, fmt) == _SAME_READER.get(detected, detected):
         return
     if fmt == "hipporag":
         return  # read_published says what a HippoRAG 2 release needs
-    if detected == "gfmrag" and fmt != "gfmrag" and p.is_file():
+    if detected == "gfmrag" and p.is_file():
         raise CorpusError(f"{p} is not a {fmt} file: it is {describe(p)}. {VALID_ITEMS[fmt]}")
     if detected != "gfmrag":
         raise CorpusError(
