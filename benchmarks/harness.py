@@ -124,6 +124,19 @@ def publish(
     return report
 
 
+def peak_rss_mib() -> int:
+    """This process's own peak RSS in MiB: ``VmHWM``, which exec resets (``ru_maxrss`` keeps a
+    forked child's parent's peak from before the fork); ``ru_maxrss`` where there is no /proc."""
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024)
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
 def add_json_argument(parser: argparse.ArgumentParser) -> None:
     """The ``--json`` flag every benchmark has."""
     parser.add_argument("--json", action="store_true", help="print one line of JSON instead of a table")

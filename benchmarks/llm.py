@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import publish
+from benchmarks.harness import peak_rss_mib, publish
 
 REAL = Path(__file__).parent / "data" / "real"
 HOTPOT = REAL / "hotpotqa" / "dev-distractor-sample.json"
@@ -173,16 +173,10 @@ def measure_batched_openie(systems: dict[str, Any], paragraphs: int, batch: int)
                 ),
                 "completion_tok_s": round(tokens / seconds, 1),
                 "errors": errors,
-                "process_peak_rss_mb": _peak_rss_mb(),  # the whole process so far (every system loaded)
+                "process_peak_rss_mb": peak_rss_mib(),  # the whole process so far (every system loaded)
             }
         )
     return rows
-
-
-def _peak_rss_mb() -> int:
-    import resource
-
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) // 1024
 
 
 def measure_reading(systems: dict[str, Any], count: int) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import publish
+from benchmarks.harness import peak_rss_mib, publish
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RETRIEVERS = ("ppr", "dense", "packaged-glm")
@@ -73,22 +73,11 @@ def _child(argv: Sequence[str]) -> None:
                 "questions": len(seconds),
                 "p50_s": round(float(np.percentile(seconds, 50)), 4),
                 "p95_s": round(float(np.percentile(seconds, 95)), 4),
-                "peak_rss_mib": _peak_rss_mib(),
+                "peak_rss_mib": peak_rss_mib(),
                 "dense_fallbacks": fallbacks,
             }
         )
     )
-
-
-def _peak_rss_mib() -> int:
-    """This process's own peak RSS: ``VmHWM`` (reset by exec; ``ru_maxrss`` keeps the parent's peak
-    from before the fork, the whole 1M-triple index build)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return round(int(line.split()[1]) / 1024)
-    import resource
-
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 def measure(index: Path, spec: str, questions: int) -> dict[str, Any]:

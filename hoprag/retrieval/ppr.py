@@ -34,8 +34,9 @@ import numpy as np
 
 from hoprag.embedding import Embedder
 from hoprag.kg.index import KGIndex
-from hoprag.kg.tables import KIND_EQUIVALENT, KIND_EXTRACTED, document_passage, triple_texts
+from hoprag.kg.tables import KIND_EQUIVALENT, KIND_EXTRACTED, triple_texts
 from hoprag.retrieval.base import RankedDocument, RetrievalQuery, RetrievalResult
+from hoprag.retrieval.dense import document_passages
 from hoprag.retrieval.ppr_settings import PPRSettings
 from hoprag.vectorsearch import ExactSearch, VectorSearch
 
@@ -52,6 +53,7 @@ class PassageGraph:
     num_entities: int
     num_documents: int
     entity_doc_counts: np.ndarray  # documents each entity occurs in
+    dangling: np.ndarray  # nodes without an edge (their walkers return to the restart vector)
 
     @property
     def num_nodes(self) -> int:
@@ -81,7 +83,7 @@ def build_passage_graph(index: KGIndex) -> PassageGraph:
     scale = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
     transition = adjacency @ sp.diags(scale)  # columns sum to 1 (0 for an isolated node)
     doc_counts = np.bincount(ent_ids, minlength=n_ent) if len(ent_ids) else np.zeros(n_ent, np.int64)
-    return PassageGraph(transition.tocsr(), n_ent, n_doc, doc_counts)
+    return PassageGraph(transition.tocsr(), n_ent, n_doc, doc_counts, out_weight == 0)
 
 
 def personalized_pagerank(
@@ -91,8 +93,7 @@ def personalized_pagerank(
     summing to 1): ``r = (1 - d) * restart + d * (P r + dangling mass * restart)``, iterated to
     ``tolerance``. Mass that reaches a node without edges returns to the restart vector, so every
     column of the result sums to 1."""
-    transition = graph.transition
-    dangling = np.asarray(transition.sum(axis=0)).ravel() == 0  # type: ignore[attr-defined]
+    transition, dangling = graph.transition, graph.dangling
     scores = restart.copy()
     for _ in range(max_iterations):
         walked = transition @ scores  # type: ignore[operator]
@@ -132,41 +133,29 @@ class PPRRetriever:
         self._documents: np.ndarray = (
             index.document_embeddings
             if stored and index.document_embeddings is not None
-            else self._encode(self._document_texts(), "documents")
+            else self._encode(document_passages(index), "documents")
         )
         # Facts are searched through the snapshot's triple search (an ANN index at scale, exact
         # below its size threshold; synonym triples filtered out) or, without stored vectors,
         # exactly over vectors encoded now. Search row -> triple id: ``_fact_ids``.
         triples = index.vector_search("triple") if stored else None
-        if triples is not None and triples.size == index.num_triples:
-            self._fact_search: VectorSearch = triples
-            self._fact_ids = np.arange(index.num_triples)
-        else:
-            self._fact_search = ExactSearch(self._encode(self._fact_texts(), "facts"))
-            self._fact_ids = self._facts
         # The min-max floor of fact scores: the lowest cosine over a fixed sample of facts (all of
         # them up to _FLOOR_SAMPLE), read once. The sample is 16 runs of consecutive facts spread
         # over the file: scattered single rows would page in most of a 1.5 GB matrix at 1M triples.
-        rows = (
-            self._facts if len(self._facts) <= _FLOOR_SAMPLE else _spread_runs(self._facts, _FLOOR_SAMPLE, 16)
-        )
-        self._floor_vectors = self._fact_rows(rows)
+        sample = np.arange(len(self._facts))
+        if len(sample) > _FLOOR_SAMPLE:
+            sample = _spread_runs(sample, _FLOOR_SAMPLE, 16)
+        if triples is not None and triples.size == index.num_triples:
+            self._fact_search: VectorSearch = triples
+            self._fact_ids = np.arange(index.num_triples)
+            floor = np.asarray(index.triple_embeddings[self._facts[sample]])  # type: ignore[index]
+        else:
+            encoded = self._encode(self._fact_texts(), "facts")
+            self._fact_search = ExactSearch(encoded)
+            self._fact_ids = self._facts
+            floor = encoded[sample]
+        self._floor_vectors = floor.astype(np.float32, copy=False)
         self._entity_vectors = index.entity_embeddings if stored else None
-
-    def _fact_rows(self, triple_ids: np.ndarray) -> np.ndarray:
-        """The vectors of these extracted triples, from whichever search holds them."""
-        search = self._fact_search
-        matrix = getattr(search, "vectors", None)
-        if matrix is None:  # an ANN search keeps no float matrix: the snapshot's does
-            matrix = self._index.triple_embeddings
-        positions = (
-            triple_ids if self._fact_ids is not self._facts else np.searchsorted(self._facts, triple_ids)
-        )
-        return np.asarray(matrix[positions], dtype=np.float32)  # type: ignore[index]
-
-    def _document_texts(self) -> list[str]:
-        texts = self._index.documents.column("text").to_pylist()
-        return [document_passage(t, x) for t, x in zip(self._titles, texts, strict=True)]
 
     def _fact_texts(self) -> list[str]:
         ix, rows = self._index, self._facts
@@ -224,8 +213,7 @@ class PPRRetriever:
             scores: dict[int, list[float]] = {}
             for fact, score in facts:
                 if score > 0:
-                    t = fact
-                    for entity in (int(self._index.head[t]), int(self._index.tail[t])):
+                    for entity in (int(self._index.head[fact]), int(self._index.tail[fact])):
                         scores.setdefault(entity, []).append(score)
             if s.question_entities and self._entity_vectors is not None:
                 for name in query.question_entities:

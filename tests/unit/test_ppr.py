@@ -31,7 +31,7 @@ def _graph(edges: list[tuple[int, int, float]], n: int) -> PassageGraph:
     adjacency = sp.csc_matrix((weights, (rows, cols)), shape=(n, n))
     out = np.asarray(adjacency.sum(axis=0)).ravel()
     scale = np.divide(1.0, out, out=np.zeros_like(out), where=out > 0)
-    return PassageGraph((adjacency @ sp.diags(scale)).tocsr(), n, 0, np.zeros(n, np.int64))
+    return PassageGraph((adjacency @ sp.diags(scale)).tocsr(), n, 0, np.zeros(n, np.int64), out == 0)
 
 
 def test_two_nodes_match_the_closed_form() -> None:
