@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--retriever",
         default=None,
         help="'dense', a GLM retriever / training run directory, or several joined by '+'; retrieve "
-        "mode: default packaged-glm+dense (docs/glm.md); plan mode: adds the 'glm' traversal",
+        "mode: default routed (docs/ppr.md); plan mode: adds the 'glm' traversal",
     )
     a.add_argument(
         "--mode",

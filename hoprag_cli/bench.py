@@ -27,6 +27,7 @@ BENCHMARKS = {
     "memory": ("benchmarks.memory", "run_memory_benchmark"),
     "llm": ("benchmarks.llm", "run_llm_benchmark"),
     "ppr": ("benchmarks.ppr", "run_ppr_benchmark"),
+    "routing": ("benchmarks.routing", "run_routing_benchmark"),
 }
 
 
@@ -41,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from benchmarks.memory import add_arguments as add_memory_bench_arguments
     from benchmarks.plan import add_arguments as add_plan_bench_arguments
     from benchmarks.ppr import add_arguments as add_ppr_bench_arguments
+    from benchmarks.routing import add_arguments as add_routing_bench_arguments
     from benchmarks.search import add_arguments as add_search_bench_arguments
     from benchmarks.serve import add_arguments as add_serve_bench_arguments
     from benchmarks.steps import add_arguments as add_steps_bench_arguments
@@ -152,6 +154,13 @@ def register(sub: argparse._SubParsersAction) -> None:
             "ppr",
             help="HippoRAG 2's PPR retriever at scale (synthetic 1M triples, real indexes): load, latency "
             "p50/p95 and peak RSS beside dense and the GLM",
+        )
+    )
+    add_routing_bench_arguments(
+        bsub.add_parser(
+            "routing",
+            help="the routed retriever: its agreement threshold fitted on the real samples' train portions, "
+            "then measured on their test portions (and held-out indexes) beside dense",
         )
     )
     bmg = bsub.add_parser(

@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     erun.add_argument(
         "--retriever",
         default=None,
-        help="GLM retriever / run directory for the glm and glm-rag systems (default: packaged-glm+dense)",
+        help="GLM retriever / run directory for the glm and glm-rag systems (default: routed)",
     )
     erun.add_argument("--out", type=Path, default=None, help="evaluation directory")
     erun.add_argument("--limit", type=int, default=None, help="first N questions per benchmark")
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--retriever",
         default=DEFAULT_RETRIEVER,
         help="'dense', a retriever / training run directory, or several joined by '+' (rankings fused); "
-        "default: packaged-glm+dense, the shipped GLM fused with dense (docs/glm.md)",
+        "default: routed, dense fused with the shipped GLM and PPR where those agree (docs/ppr.md)",
     )
     er.add_argument("--split", default="test", help="question split (train or test)")
     er.add_argument(

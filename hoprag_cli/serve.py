@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=[],
         metavar="[NAME=]SPEC",
         help="GLM/GNN retriever or training run directory, 'dense', or several joined by '+' (default: "
-        "packaged-glm+dense, the shipped GLM fused with dense; docs/glm.md); NAME=SPEC per named index",
+        "routed, dense fused with the shipped GLM and PPR where those agree; docs/ppr.md); NAME=SPEC per named index",
     )
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=8000)

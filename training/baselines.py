@@ -1,10 +1,10 @@
 """After ``hoprag train``: is the run better than what a user has without training?
 
 On the run's own validation questions (held out of training, the seeded split of
-:mod:`training.trainset`) the exported retriever is compared with dense retrieval, with the GLM
-shipped with hoprag as it is (``packaged-glm``, zero-shot) and with the run fused with dense. A run
-that validates below one of them says so and names the better retriever spec, so a user who reads
-only the last lines of the run serves the better choice. Validation sets are small (10% of the
+:mod:`training.trainset`) the exported retriever is compared with dense retrieval, PPR, the GLM
+shipped with hoprag as it is (``packaged-glm``, zero-shot), the default ``routed`` retriever and
+the run fused with dense. A run that validates below one of them says so and names the better
+retriever spec, so a user who reads only the last lines of the run serves the better choice. Validation sets are small (10% of the
 training questions): the report prints their size, and it is a pointer, not a benchmark
 (``hoprag eval retrieval`` on the test split is).
 """
@@ -22,7 +22,8 @@ import numpy as np
 from hoprag.glm.artifact import PACKAGED_GLM_NAME, RetrieverLoadError
 from hoprag.retrieval.base import Retriever
 from hoprag.retrieval.fusion import FusedRetriever
-from hoprag.retrieval.loading import RetrieverSpecError, index_embedder, load_retriever
+from hoprag.retrieval.loading import ROUTED, RetrieverSpecError, index_embedder, load_retriever
+from hoprag.retrieval.routing import RoutedRetriever
 from training.config import TrainConfig
 from training.trainer import IndexArg, with_indexes
 from training.trainset import TrainSet, inspect_sources, mean_recall, validation_queries
@@ -96,6 +97,7 @@ def compare_with_baselines(index_dir: IndexArg, out: Path, config: TrainConfig) 
         ("dense (MiniLM sentence embeddings)", "dense"),
         ("HippoRAG 2's PPR (no training)", "ppr"),
         ("shipped GLM, zero-shot", PACKAGED_GLM_NAME),
+        ("routed: dense, fused with the shipped GLM and PPR where they agree (the default)", ROUTED),
         ("this run + dense, fused (RRF)", fused_spec),
         ("this run", run_spec),
     ]
@@ -107,7 +109,7 @@ def compare_with_baselines(index_dir: IndexArg, out: Path, config: TrainConfig) 
             continue
         n_questions += len(rows)
         embedder = index_embedder(index)
-        # each model is loaded once per index; the fused row reuses the run's and dense's
+        # each model is loaded once per index; the fused and routed rows reuse the loaded parts
         loaded: dict[str, Retriever] = {}
         for spec in ("dense", "ppr", PACKAGED_GLM_NAME, run_spec):
             if spec in skipped:
@@ -116,6 +118,10 @@ def compare_with_baselines(index_dir: IndexArg, out: Path, config: TrainConfig) 
                 loaded[spec] = load_retriever(spec, index, embedder)
             except (RetrieverLoadError, RetrieverSpecError) as exc:
                 skipped[spec] = f"{spec}: {exc}"
+        if all(spec in loaded for spec in ("dense", PACKAGED_GLM_NAME, "ppr")):
+            loaded[ROUTED] = RoutedRetriever(loaded["dense"], [loaded[PACKAGED_GLM_NAME], loaded["ppr"]])
+        else:
+            skipped[ROUTED] = f"{ROUTED}: needs dense, the shipped GLM and PPR"
         if run_spec in loaded and "dense" in loaded:
             loaded[fused_spec] = FusedRetriever([loaded[run_spec], loaded["dense"]])
         else:

@@ -70,6 +70,6 @@ class QASystemConfig(QASettings):
     retriever: str | None = Field(
         default=None,
         description="'dense', a GLM retriever / training run directory, or several joined by '+'. retrieve "
-        "mode: default 'packaged-glm+dense' (the shipped GLM fused with dense, docs/glm.md); "
+        "mode: default 'routed' (dense, fused with the shipped GLM and PPR where those agree; docs/ppr.md); "
         "plan mode: when given, the planner also walks it as the 'glm' traversal.",
     )

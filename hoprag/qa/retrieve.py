@@ -217,7 +217,9 @@ class RetrieveThenAnswer:
             query=retrieval.question,
             entities=list(links.mentions) or list(links.entities),
             entity_source="linker",
-            seed_sources=links.by_entity(),
+            # the linker's seeds, then those the retriever picked itself (PPR's, from the question's facts)
+            seed_sources=links.by_entity()
+            | {s: "retriever" for s in retrieval.result.seeds if s not in links.entities},
             clues=[clue],
         )
 

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-# What ask, serve and eval use when no retriever is named: the GLM shipped with hoprag fused with
-# dense retrieval, the row that wins most of the benchmarks in docs/ (docs/glm.md, "Which recipe,
-# measured where"; dense alone wins on HotpotQA and on MuSiQue's pooled setting).
-DEFAULT_RETRIEVER = "packaged-glm+dense"
+# What ask, serve and eval use when no retriever is named: dense retrieval, fused with the shipped
+# GLM and PPR on the questions where those two agree (hoprag/retrieval/routing.py; measured in
+# docs/ppr.md, "The default retriever": fitted on the real samples' train portions, it leads dense
+# on 2Wiki, MuSiQue and the held-out synthetic set and trails it by 0.01 recall@5 on HotpotQA).
+DEFAULT_RETRIEVER = "routed"
 
 
 @dataclass(frozen=True)
@@ -34,12 +35,15 @@ class RankedDocument:
 
 @dataclass
 class RetrievalResult:
-    """Ranked documents (best first), scored entities where the retriever has them, and notes
-    on fallbacks taken (e.g. no seed entity, so the dense baseline answered)."""
+    """Ranked documents (best first), scored entities where the retriever has them, notes on
+    fallbacks taken (e.g. no seed entity, so the dense baseline answered), and ``seeds``: the KG
+    entities a retriever that picks its own started from (PPR's restart entities, found through
+    the question's facts), for the trace and the playground's evidence graph."""
 
     documents: list[RankedDocument]
     entities: list[tuple[str, float]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    seeds: list[str] = field(default_factory=list)
 
 
 @runtime_checkable

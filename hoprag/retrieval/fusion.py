@@ -58,7 +58,7 @@ def reciprocal_rank_fusion(
 def fuse_results(results: Sequence[RetrievalResult], k: int, constant: int = RRF_CONSTANT) -> RetrievalResult:
     """One question's results from several retrievers as one: documents by reciprocal rank fusion,
     the scored entities of the first retriever that has any (the graph retriever's; the planner
-    reads triples from them), every retriever's notes once each."""
+    reads triples from them), every retriever's notes once each, and every retriever's seeds."""
     notes: list[str] = []
     for result in results:
         notes.extend(note for note in result.notes if note not in notes)
@@ -66,6 +66,7 @@ def fuse_results(results: Sequence[RetrievalResult], k: int, constant: int = RRF
         documents=reciprocal_rank_fusion([r.documents for r in results], k, constant),
         entities=next((list(r.entities) for r in results if r.entities), []),
         notes=notes,
+        seeds=list(dict.fromkeys(s for r in results for s in r.seeds)),
     )
 
 

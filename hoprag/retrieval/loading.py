@@ -1,5 +1,5 @@
-"""Building a retriever from a spec: ``dense``, a (GLM or GNN) retriever directory, or several of
-those joined by ``+`` (their rankings fused, :mod:`hoprag.retrieval.fusion`)."""
+"""Building a retriever from a spec: ``dense``, ``ppr``, ``routed``, a (GLM or GNN) retriever
+directory, or several of those joined by ``+`` (their rankings fused, :mod:`hoprag.retrieval.fusion`)."""
 
 from __future__ import annotations
 
@@ -33,8 +33,11 @@ def index_embedder(
 
 
 FUSION_SEPARATOR = "+"
-# Retrievers that need no directory: the dense baseline and HippoRAG 2's PPR (hoprag/retrieval/ppr.py).
-BUILT_IN = ("dense", "ppr")
+# Retrievers that need no directory: the dense baseline, HippoRAG 2's PPR (hoprag/retrieval/ppr.py)
+# and the routed one (dense, fused with the packaged GLM and PPR where those agree:
+# hoprag/retrieval/routing.py).
+ROUTED = "routed"
+BUILT_IN = ("dense", "ppr", ROUTED)
 
 
 def retriever_spec_parts(spec: str) -> list[str]:
@@ -66,7 +69,7 @@ def check_retriever_spec(spec: str) -> None:
             read_retriever_meta(Path(part), kind=None)
         except RetrieverLoadError as exc:
             raise RetrieverSpecError(
-                f"retriever {part!r}: expected 'dense', 'ppr' or a retriever directory; {exc}"
+                f"retriever {part!r}: expected 'dense', 'ppr', 'routed' or a retriever directory; {exc}"
             ) from exc
 
 
@@ -80,7 +83,8 @@ def load_retriever(
     retriever (``RUN_DIR/retriever`` or ``RUN_DIR`` itself), with the dense baseline as its fallback for
     questions without a linked entity; ``A+B`` → both, their rankings fused by reciprocal rank
     fusion (e.g. ``runs/glm+dense``); ``ppr`` → HippoRAG 2's PPR retriever with ``ppr``'s settings
-    (default: the paper's). Pass ``embedder`` (from :func:`index_embedder`) to share an already
+    (default: the paper's); ``routed`` → dense, fused with the packaged GLM and PPR on the questions
+    where those two agree (:class:`~hoprag.retrieval.routing.RoutedRetriever`). Pass ``embedder`` (from :func:`index_embedder`) to share an already
     loaded model."""
     embedder = embedder or index_embedder(index)
     parts = retriever_spec_parts(spec)
@@ -94,9 +98,7 @@ def load_retriever(
 def with_doc_ranker(retriever: Retriever, doc_ranker: DocRanker) -> Retriever:
     """``retriever`` ranking documents with ``doc_ranker`` (its GLM / GNN parts, fused ones too; the
     entity scores are the model's either way). Refuses a retriever without such a part."""
-    from hoprag.retrieval.fusion import FusedRetriever
-
-    parts = retriever.retrievers if isinstance(retriever, FusedRetriever) else [retriever]
+    parts = getattr(retriever, "retrievers", [retriever])  # fused and routed retrievers have parts
     subgraph = [r for r in parts if isinstance(getattr(r, "settings", None), SubgraphRetrieverSettings)]
     if not subgraph:
         raise RetrieverSpecError(
@@ -118,6 +120,12 @@ def _load_one(
         from hoprag.retrieval.ppr import PPRRetriever
 
         return PPRRetriever(index, embedder, ppr)
+    if spec == ROUTED:
+        from hoprag.glm.artifact import PACKAGED_GLM_NAME
+        from hoprag.retrieval.routing import RoutedRetriever
+
+        graph = [_load_one(PACKAGED_GLM_NAME, index, embedder), _load_one("ppr", index, embedder, ppr)]
+        return RoutedRetriever(DenseRetriever(index, embedder), graph)
     from hoprag.glm.artifact import RetrieverLoadError, read_retriever_meta
 
     try:
@@ -127,7 +135,7 @@ def _load_one(
         return _glm_retriever(spec, index, embedder)
     except RetrieverLoadError as exc:
         raise RetrieverSpecError(
-            f"--retriever {spec!r}: expected 'dense', 'ppr' or a retriever directory; {exc}"
+            f"--retriever {spec!r}: expected 'dense', 'ppr', 'routed' or a retriever directory; {exc}"
         ) from exc
 
 

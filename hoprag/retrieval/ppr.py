@@ -266,6 +266,7 @@ class PPRRetriever:
             documents=[RankedDocument(int(d), self._titles[int(d)], float(docs[d])) for d in order],
             entities=[(self._index.entity_names[int(e)], float(entities[e])) for e in top if entities[e] > 0],
             notes=[f"ppr seeds: {', '.join(seeds)}"],
+            seeds=list(seeds),
         )
 
     def _dense_only(self, dense: np.ndarray, k: int) -> RetrievalResult:

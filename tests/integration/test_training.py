@@ -333,7 +333,13 @@ def test_hoprag_train_with_no_recipe_fine_tunes_the_shipped_glm_and_compares(
     scored = {r: metrics[f"val_recall@2/ranker={r}"] for r in ("idf", "score_idf", "score")}
     assert scored[metrics["exported_ranker"]] == max(scored.values())
     baselines = json.loads((run / "baselines.json").read_text())
-    assert [o["spec"] for o in baselines["others"]] == ["dense", "ppr", "packaged-glm", f"{run}+dense"]
+    assert [o["spec"] for o in baselines["others"]] == [
+        "dense",
+        "ppr",
+        "packaged-glm",
+        "routed",
+        f"{run}+dense",
+    ]
     assert baselines["n_questions"] > 0 and "validation recall" in out
     best = baselines["best"]
     assert (f"serve --retriever {best} instead" in out) != (best == str(run))

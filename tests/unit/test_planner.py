@@ -467,6 +467,26 @@ def test_retrieve_mode_answers_in_one_call_from_documents_and_triples(film_kg, e
     assert degraded.not_enough_info and degraded.steps[0].degraded == ["answer: LLM error timeout"]
 
 
+def test_retrieve_mode_traces_the_seeds_ppr_picked_and_the_evidence_graph_rings_them(
+    film_kg, embedder
+) -> None:
+    from hoprag.qa.builder import assemble_qa_system, retrieval_components
+    from hoprag.qa.config import QASettings
+    from hoprag.retrieval.ppr import PPRRetriever
+    from serving.evidence_graph import build_graph
+
+    llm = ScriptedPlannerLLM([Rule("answer", "Carl Boese", "Document: My Cousin From Warsaw")])
+    components = retrieval_components(film_kg.index, PPRRetriever(film_kg.index, embedder), embedder, llm)
+    qa = assemble_qa_system(components, QASettings(), "retrieve")
+    answer = qa.answer("Who directed My Cousin From Warsaw?", top_k=3)
+    sources = answer.steps[0].seed_sources
+    assert sources["my cousin from warsaw"] == "dictionary"  # the linker's seed keeps its linker
+    picked = [name for name, source in sources.items() if source == "retriever"]
+    assert picked and all(film_kg.index.entity_id(name) is not None for name in picked)
+    ringed = {n.entity.lower() for n in build_graph(answer.to_dict()).nodes if n.seed}
+    assert set(picked) <= ringed
+
+
 def test_retrieve_mode_batches_and_keeps_a_refused_question_in_its_place(film_kg, embedder) -> None:
     llm = ScriptedPlannerLLM([Rule("answer", "Carl Boese", "Document: My Cousin From Warsaw")], default="x")
     qa = _retrieve_mode(film_kg, embedder, llm, context_documents=1)

@@ -81,7 +81,7 @@ def test_a_two_hop_question_reaches_the_second_document(glm_index: KGIndex, embe
     assert {d.title for d in result.documents[:2]} == {"doc0", "doc2"}  # Mira's doc, then Dornwick's
     scores = [d.score for d in result.documents]
     assert scores == sorted(scores, reverse=True) and sum(scores) < 1.0  # entities hold the rest
-    assert result.notes[0].startswith("ppr seeds: ") and "mira castell" in result.notes[0]
+    assert result.notes[0].startswith("ppr seeds: ") and "mira castell" in result.seeds
     assert result.entities and result.entities[0][1] >= result.entities[-1][1]
     batched = retriever.retrieve(
         [RetrievalQuery("Who directed The Ember Road?"), RetrievalQuery(question)], k=3

@@ -23,10 +23,11 @@ def test_every_mode_is_a_qa_system_and_answers(film_index) -> None:
         assert isinstance(system, QASystem) and system.mode == mode
         answer = system.answer("Who directed My Cousin From Warsaw?", top_k=2)
         assert len(answer.documents) <= 2 and answer.llm_calls >= 1
-    # retrieve mode without a retriever named: the shipped GLM fused with dense (docs/glm.md)
+    # retrieve mode without a retriever named: routed, dense with the shipped GLM and PPR (docs/ppr.md)
     retrieve = build_qa_system(QASystemConfig(index=str(film_index)), llm=llm)
+    assert retrieve.retriever.name.startswith("routed:")  # type: ignore[attr-defined]
     parts = [r.name for r in retrieve.retriever.retrievers]  # type: ignore[attr-defined]
-    assert len(parts) == 2 and parts[1].startswith("dense"), parts
+    assert parts[0].startswith("dense") and parts[1].startswith("glm:") and parts[2] == "ppr", parts
 
 
 def test_a_retriever_joins_the_planner_as_glm_only_when_given(film_index) -> None:

@@ -102,7 +102,7 @@ def test_spec_grammar(tmp_path):
     with pytest.raises(RetrieverSpecError, match="twice"):
         retriever_spec_parts("dense+dense")
     with pytest.raises(
-        RetrieverSpecError, match="'nowhere': expected 'dense', 'ppr' or a retriever directory"
+        RetrieverSpecError, match="'nowhere': expected 'dense', 'ppr', 'routed' or a retriever directory"
     ):
         check_retriever_spec("dense+nowhere")
 
@@ -140,7 +140,7 @@ def test_the_serving_preflight_reads_the_fused_spec(tmp_path, small_index):
     settings = GNNSettings(hidden_dim=8, num_layers=1)
     out = save_gnn_retriever(tmp_path / "gnn", QueryNBFNet(settings), settings)
     check_sources(QAAppSettings(index=str(small_index), retriever=f"{out}+dense"))
-    with pytest.raises(ValueError, match="expected 'dense', 'ppr' or a retriever directory"):
+    with pytest.raises(ValueError, match="expected 'dense', 'ppr', 'routed' or a retriever directory"):
         check_sources(QAAppSettings(index=str(small_index), retriever=f"dense+{tmp_path / 'missing'}"))
 
 

@@ -185,9 +185,7 @@ def test_an_app_serves_one_index_or_several_named_ones() -> None:
         }
     )
     assert [i.name for i in several.served_indexes] == ["films", "music"]
-    assert (
-        several.default_index_name == "music" and several.served_indexes[0].retriever == "packaged-glm+dense"
-    )
+    assert several.default_index_name == "music" and several.served_indexes[0].retriever == "routed"
     assert QAAppSettings.model_validate({"indexes": [{"name": "a", "index": "/a"}]}).default_index_name == "a"
     for bad, fragment in (
         ({}, "either `index`"),
@@ -205,11 +203,11 @@ def test_hoprag_serve_names_indexes_on_the_command_line() -> None:
     from hoprag_cli.common import UserError
     from hoprag_cli.serve import served_indexes_from_args
 
-    assert served_indexes_from_args(["runs/a"], []) == {"index": "runs/a", "retriever": "packaged-glm+dense"}
+    assert served_indexes_from_args(["runs/a"], []) == {"index": "runs/a", "retriever": "routed"}
     assert served_indexes_from_args(["runs/a"], ["runs/glm"]) == {"index": "runs/a", "retriever": "runs/glm"}
     assert served_indexes_from_args(["films=runs/a", "music=runs/b"], ["music=runs/glm"]) == {
         "indexes": [
-            {"name": "films", "index": "runs/a", "retriever": "packaged-glm+dense"},
+            {"name": "films", "index": "runs/a", "retriever": "routed"},
             {"name": "music", "index": "runs/b", "retriever": "runs/glm"},
         ]
     }
