@@ -20,7 +20,7 @@ Scoring, per document, micro-averaged over documents:
   are its name as words ("born in") and the wordings of its templates in the generator, slots removed
   ("is the birthplace of", "a native of", "hails from"; for attributes their name and verb: "birth year",
   "was born in"; ``kind``: "is a", "works as"; see
-  :func:`hoprag.data.synthetic.phrasing.relation_wordings`). The extracted relation agrees when its
+  :func:`synthetic.phrasing.relation_wordings`). The extracted relation agrees when its
   normalized string equals a wording, or its MiniLM embedding (the packaged all-MiniLM-L6-v2) has cosine
   >= ``relation_cosine`` (default 0.6) with the closest wording. The threshold comes from the wordings
   alone, never from a model's output: holding each template wording out of its relation's list, 78% of
@@ -212,7 +212,7 @@ class RelationAgreement:
     relation's wordings, or MiniLM cosine >= ``threshold`` with the closest of them.
 
     ``wordings``: relation -> its wordings (default: the generator's,
-    :func:`hoprag.data.synthetic.phrasing.relation_wordings`); a relation without any is read as words
+    :func:`synthetic.phrasing.relation_wordings`); a relation without any is read as words
     (:func:`relation_words`).
     """
 
@@ -222,7 +222,7 @@ class RelationAgreement:
         threshold: float = RELATION_COSINE,
         wordings: dict[str, list[str]] | None = None,
     ):
-        from hoprag.data.synthetic.phrasing import relation_wordings
+        from synthetic.phrasing import relation_wordings
 
         self._embed = embed
         self.threshold = threshold

@@ -66,7 +66,7 @@ class PeakRSS:
 
 
 def _documents(n: int) -> list[tuple[str, str]]:
-    from hoprag.data.synthetic import SyntheticConfig, generate
+    from synthetic import SyntheticConfig, generate
 
     bench = generate(
         SyntheticConfig(seed=11, num_documents=max(n, 40), num_train_questions=0, num_test_questions=0)

@@ -30,8 +30,8 @@ def _new_documents(count: int, known: set[str], seed: int) -> list[dict[str, str
     """``count`` generated documents whose titles the index does not hold."""
     import tempfile
 
-    from hoprag.data.synthetic import SyntheticConfig, write_benchmark
     from indexing.corpus import read_corpus
+    from synthetic import SyntheticConfig, write_benchmark
 
     with tempfile.TemporaryDirectory() as tmp:
         write_benchmark(

@@ -70,7 +70,7 @@ _PHRASING_FLAGS = (
 def run_generate(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from hoprag.data.synthetic import DEFAULT_DOMAINS, SyntheticConfig, write_benchmark
+    from synthetic import DEFAULT_DOMAINS, SyntheticConfig, write_benchmark
 
     optional: dict[str, object] = {}
     if args.variant_spelling_fraction is not None:

@@ -17,7 +17,7 @@ from those facts, as a perfect extractor would:
   entity of a fraction of its questions: "brado tranford", "B. Tranford", "the Brado Systems"), as
   written in the question, the way a real NER model answers (a mention grounded in the question
   text, not the KG's spelling: linking it is the indexing's job). Variants are recognised by
-  :class:`~hoprag.data.synthetic.spelling.NameMatcher` (case, punctuation, initials and dotted
+  :class:`~hoprag.linking.name_matcher.NameMatcher` (case, punctuation, initials and dotted
   abbreviations, acronyms, a leading "the").
 
 Its use is to measure retrievers apart from extraction quality (an index built with it has the KG
@@ -35,8 +35,8 @@ from pathlib import Path
 from pydantic import Field
 
 from hoprag.config import StrictModel
-from hoprag.data.synthetic.spelling import NameMatcher
 from hoprag.extraction.prompts import last_block
+from hoprag.linking.name_matcher import NameMatcher
 from hoprag.llm.base import (
     BackendSpec,
     Completion,

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from hoprag.data.synthetic import SyntheticConfig, write_benchmark
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.llm.openai_compat import OpenAICompatibleConfig
 from hoprag.llm.openai_server import OpenAIProtocolServer
 from hoprag.ray_runtime import RayConfig
 from indexing.config import ExtractionConfig, IndexConfig
+from synthetic import SyntheticConfig, write_benchmark
 from tests.support.scripted_llm import RuleBasedLLM
 
 

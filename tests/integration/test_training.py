@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from evaluation.retrieval import evaluate_retrieval
-from hoprag.data.synthetic import SyntheticConfig, write_benchmark
 from hoprag.kg.index import KGIndex
 from hoprag.ray_runtime import RayConfig
 from hoprag.retrieval.base import RetrievalQuery
@@ -20,6 +19,7 @@ from hoprag.retrieval.loading import load_retriever
 from hoprag.retrieval.metrics import recall_at_k
 from indexing.corpus import read_corpus
 from indexing.pipeline import build_index
+from synthetic import SyntheticConfig, write_benchmark
 from tests.integration.conftest import http_index_config
 from tests.support.local_ray import own_ray_train_workers
 from training.config import OptimConfig, TrainConfig

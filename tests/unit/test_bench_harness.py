@@ -66,7 +66,16 @@ def test_every_benchmark_lives_in_benchmarks_under_its_command_name() -> None:
         assert callable(getattr(importlib.import_module(module), function))
     stray = [
         str(p.relative_to(ROOT))
-        for package in ("hoprag", "indexing", "training", "evaluation", "serving", "distillation", "cluster")
+        for package in (
+            "hoprag",
+            "indexing",
+            "training",
+            "evaluation",
+            "serving",
+            "distillation",
+            "cluster",
+            "synthetic",
+        )
         for p in (ROOT / package).rglob("*.py")
         if re.search(r"(^|_)bench(_|$)", p.stem)
     ]

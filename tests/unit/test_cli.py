@@ -73,24 +73,3 @@ def test_user_errors_exit_2_with_a_message(tmp_path, capsys):
     assert "not a hoprag index" in capsys.readouterr().err
     assert main(["index", "--out", str(tmp_path / "ix"), "--delete", "X"]) == 2
     assert "no index to modify" in capsys.readouterr().err
-
-
-def test_the_old_hoprag_cli_path_still_works_and_says_it_moved() -> None:
-    """``hoprag.cli`` (before the command layer left the core) forwards to ``hoprag_cli`` for one
-    release: imports and ``python -m hoprag.cli`` (older jobs' entrypoint) warn, then work."""
-    import subprocess
-    import sys
-    import warnings
-
-    import hoprag_cli
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        from hoprag.cli import main
-    assert main is hoprag_cli.main
-    assert any(issubclass(w.category, DeprecationWarning) and "hoprag_cli" in str(w.message) for w in caught)
-    run = subprocess.run(
-        [sys.executable, "-m", "hoprag.cli", "--version"], capture_output=True, text=True, timeout=60
-    )
-    assert run.returncode == 0 and run.stdout.startswith("hoprag ")
-    assert "moved to hoprag_cli" in run.stderr

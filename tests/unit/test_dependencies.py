@@ -22,6 +22,7 @@ PACKAGES = (
     "serving",
     "evaluation",
     "cluster",
+    "synthetic",
 )
 
 

@@ -494,7 +494,7 @@ def test_the_planner_sends_a_plan_student_exactly_the_prompts_it_was_trained_on(
 
 def test_plan_and_update_examples_come_from_the_generators_gold_plans() -> None:
     from distillation.teacher import TeacherReport, plan_examples
-    from hoprag.data.synthetic import SAMPLE_CONFIG, generate
+    from synthetic import SAMPLE_CONFIG, generate
 
     questions = generate(SAMPLE_CONFIG).train
     config = DistillConfig(tasks=["plan", "update"])

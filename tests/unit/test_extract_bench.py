@@ -224,8 +224,8 @@ def test_cli_runs_the_reference_on_a_generated_benchmark(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import hoprag.embedding
-    from hoprag.data.synthetic import PhrasingConfig, SyntheticConfig, write_benchmark
     from hoprag_cli import main
+    from synthetic import PhrasingConfig, SyntheticConfig, write_benchmark
 
     class FakeEmbedder:  # no MiniLM load in a unit test: equality decides agreement here
         def __init__(self, config: Any = None) -> None:

@@ -21,8 +21,6 @@ from hoprag_cli import build_parser, rewrite_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
-# Modules allowed to import upward: deprecated aliases that only forward to the new place.
-FORWARDING_ALIASES = {"hoprag/cli/__init__.py", "hoprag/cli/__main__.py"}
 MAX_MODULE_LINES = 600
 
 
@@ -136,8 +134,6 @@ def test_every_import_is_an_arrow_the_architecture_allows() -> None:
     for package, may_import in allowed.items():
         for path in sorted((ROOT / package).rglob("*.py")):
             where = str(path.relative_to(ROOT))
-            if where in FORWARDING_ALIASES:
-                continue
             for line, module in _imported_modules(path):
                 top = module.split(".")[0]
                 if top in allowed and top != package and top not in may_import:

@@ -105,9 +105,9 @@ def test_ner_returns_variant_spellings_as_written(tmp_path: Path, question: str,
 
 
 def test_ner_on_a_generated_benchmark_finds_every_respelled_topic(tmp_path: Path) -> None:
-    from hoprag.data.synthetic import SyntheticConfig, write_benchmark
-    from hoprag.data.synthetic.spelling import EXACT, NameMatcher
     from hoprag.llm.reference import _mentions
+    from synthetic import SyntheticConfig, write_benchmark
+    from synthetic.spelling import EXACT, NameMatcher
 
     config = SyntheticConfig(seed=4, num_documents=300, num_train_questions=40, num_test_questions=20)
     bench = write_benchmark(config, tmp_path / "bench")
@@ -149,7 +149,7 @@ def test_pronouns_resolve_to_the_one_entity_named_before_that_takes_them(tmp_pat
 def test_openie_on_a_generated_benchmark_states_every_fact_of_facts_json(tmp_path: Path) -> None:
     """Pronouns, two-fact sentences and modifiers included, the reference finds every relation fact each
     document states (``facts.json``)."""
-    from hoprag.data.synthetic import SyntheticConfig, write_benchmark
+    from synthetic import SyntheticConfig, write_benchmark
 
     bench = write_benchmark(
         SyntheticConfig(seed=4, num_documents=300, num_train_questions=20, num_test_questions=10),

@@ -11,10 +11,10 @@ import pytest
 
 from benchmarks.steps import BenchInputError, load_questions, score_system
 from distillation.examples import plan_example, update_examples
-from hoprag.data.synthetic import SyntheticConfig, write_benchmark
 from hoprag.llm.base import Completion, GenerationParams, truncate_at_stop
 from hoprag.planner.gold import gold_plan
 from hoprag.planner.prompts import plan_prompt
+from synthetic import SyntheticConfig, write_benchmark
 
 
 @pytest.fixture(scope="module")

@@ -77,7 +77,7 @@ def test_submission_ids_and_project_root() -> None:
     job_id = default_submission_id(["hoprag", "train", "--index", "i"])
     assert job_id.startswith("hoprag-train-") and job_id != default_submission_id(["train"])
     root = project_root()
-    assert root is not None and (root / "hoprag" / "cli" / "__init__.py").is_file()
+    assert root is not None and (root / "hoprag_cli" / "__init__.py").is_file()
 
 
 def test_cli_refuses_bad_submissions_before_contacting_a_cluster(capsys, monkeypatch) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from hoprag.data.synthetic import (
+from synthetic import (
     DEFAULT_DOMAINS,
     DOMAINS,
     QUESTION_TYPES,
@@ -24,9 +24,9 @@ from hoprag.data.synthetic import (
     minimum_documents,
     write_benchmark,
 )
-from hoprag.data.synthetic.documents import FRAMES
-from hoprag.data.synthetic.fillers import FILLERS, INTRO_TYPE_WORDS, INTROS, MASS_SENTENCES
-from hoprag.data.synthetic.phrasing import (
+from synthetic.documents import FRAMES
+from synthetic.fillers import FILLERS, INTRO_TYPE_WORDS, INTROS, MASS_SENTENCES
+from synthetic.phrasing import (
     PHRASE_KINDS,
     PHRASES,
     STANDALONE_KINDS,
@@ -35,9 +35,9 @@ from hoprag.data.synthetic.phrasing import (
     held_out_template_ids,
     plural_verb_ok,
 )
-from hoprag.data.synthetic.relation_texts import _RELATIONS
-from hoprag.data.synthetic.schema import _PERSON_TYPES
-from hoprag.data.synthetic.spelling import EXACT, SPELLING_KINDS, NameMatcher, spelling_variants
+from synthetic.relation_texts import _RELATIONS
+from synthetic.schema import _PERSON_TYPES
+from synthetic.spelling import EXACT, SPELLING_KINDS, NameMatcher, spelling_variants
 
 RAW_FILES = ("dataset_corpus.json", "train.json", "test.json", "world.json", "facts.json")
 QUESTION_KEYS = {
@@ -711,7 +711,7 @@ def test_templates_leave_pronouns_to_the_entities_and_agree_with_they() -> None:
 
 
 def _all_kinds() -> list[str]:
-    from hoprag.data.synthetic import names
+    from synthetic import names
 
     return [
         *(o for o, _ in names._FILM_OCCUPATIONS),

@@ -37,7 +37,7 @@ def minimum_documents(domains: Sequence[str], distractor_fraction: float = 0.2) 
 
 
 class PhrasingConfig(StrictModel):
-    """How documents word their facts (``hoprag/data/synthetic/phrasing.py`` has the templates)."""
+    """How documents word their facts (``synthetic/phrasing.py`` has the templates)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -148,7 +148,7 @@ class SyntheticConfig(BaseModel):
         description=(
             "Fraction of each split's questions (round(fraction * n), chosen by a seeded RNG of their own) "
             "whose mention of the topic entity is respelled: case, punctuation, abbreviation or a 'the' "
-            "prefix (see hoprag/data/synthetic/spelling.py). Each question records the kind applied in "
+            "prefix (see synthetic/spelling.py). Each question records the kind applied in "
             "its 'spelling' field ('exact' when unchanged); answers and supporting facts never change, "
             "and the other questions are the same as with 0."
         ),

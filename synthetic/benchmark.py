@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hoprag.atomic import atomic_write_text
+from hoprag.paths import SAMPLE_CORPUS
 
 from .config import SyntheticConfig
 from .documents import render_documents
@@ -242,5 +243,6 @@ def write_benchmark(config: SyntheticConfig, out_dir: Path) -> SyntheticBenchmar
 SAMPLE_CONFIG = SyntheticConfig(seed=7, num_documents=60, num_train_questions=60, num_test_questions=20)
 """The config of the corpus shipped in ``hoprag/data/sample`` (small enough for a 270M LLM on CPU)."""
 
-SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample"
-"""Benchmark directory of the shipped sample; its files are in ``SAMPLE_DIR / "raw"``."""
+SAMPLE_DIR = SAMPLE_CORPUS
+"""Benchmark directory of the shipped sample (packaged with the core, ``hoprag/data/sample``: the
+demo reads it); its files are in ``SAMPLE_DIR / "raw"``."""
