@@ -65,7 +65,7 @@ def target_loss(model: Any, batch: dict[str, Any]) -> Any:
     are never used. A window from the batch's first target position on (``logits_to_keep``) still
     scored every row's padding and the tails of the longer prompts, and allocated the window's
     logits anew every step: on 2 CPU cores the gathered form takes 3.0 s per step against 4.2 for
-    the window, with the same loss (docs/benchmarks.md, "Distillation step time")."""
+    the window, with the same loss (docs/bench-models.md, "Distillation step time")."""
     import torch
 
     causal = model.get_base_model() if hasattr(model, "get_base_model") else model

@@ -15,7 +15,7 @@ def cpu_has_native_bf16() -> bool:
 
     Without them PyTorch runs bf16 matrix products in a reference kernel: on an AVX2-only CPU the
     embedded model's answer prompts took 3.9x as long in bf16 as in fp32, and a distillation step
-    under bf16 autocast took minutes (docs/benchmarks.md, "Embedded model dtype and the CPU")."""
+    under bf16 autocast took minutes (docs/bench-models.md, "Embedded model dtype and the CPU")."""
     import torch
 
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")

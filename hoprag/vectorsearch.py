@@ -127,7 +127,7 @@ class VectorSearchConfig(StrictModel):
     nprobe: int = Field(
         default=16,
         ge=1,
-        description="IVF lists visited per query (recall vs latency; see docs/benchmarks.md).",
+        description="IVF lists visited per query (recall vs latency; see docs/bench-serving.md).",
     )
     rerank: int = Field(
         default=4,
@@ -145,7 +145,7 @@ class AnnBuildConfig(StrictModel):
         ge=0,
         description="Write a faiss IVF index for entity/triple/document matrices with at least this many "
         "rows; smaller ones are searched exactly (an exact scan of 50k 384-d rows takes ~3.5 ms on 2 "
-        "cores, docs/benchmarks.md). 0 writes one for every non-empty matrix.",
+        "cores, docs/bench-serving.md). 0 writes one for every non-empty matrix.",
     )
 
 

@@ -47,7 +47,7 @@ class DeepSpeedSettings(StrictModel):
         default=False,
         description="GLM only: recompute each backbone layer's activations in the backward instead of "
         "keeping them (a t5-large step at 600 triples: 23 instead of 106 GiB, 1.24x the time; "
-        "docs/benchmarks.md).",
+        "docs/bench-retrievers.md).",
     )
 
 

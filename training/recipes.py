@@ -15,7 +15,7 @@ from typing import Any
 from hoprag.glm.artifact import PACKAGED_GLM_NAME
 
 # 100 steps of fine-tuning put the shipped GLM ahead of dense at recall@2 and @5 on the packaged
-# sample's test split (docs/benchmarks.md, "the packaged sample"); 127 s on 2 undisturbed cores.
+# sample's test split (docs/bench-retrievers.md, "the packaged sample"); 127 s on 2 undisturbed cores.
 FINE_TUNE_STEPS = 100
 
 

@@ -81,7 +81,7 @@ class BackboneConfig(StrictModel):
         lt=1,
         description="BERT backbones only: dropout on the attention probabilities (None: the checkpoint's, "
         "MiniLM 0.1; with init, the init retriever's). At 0 CPU training draws no N x N random mask per "
-        "layer: about a quarter of a step at 100 triples (docs/benchmarks.md).",
+        "layer: about a quarter of a step at 100 triples (docs/bench-retrievers.md).",
     )
     seed: int = Field(default=0, description="Embedded T5 only: init seed of the non-warm-started weights.")
 

@@ -121,7 +121,7 @@ class GraphT5Encoder(GraphEncoder):
 
         Contiguous in that layout: scaled-dot-product attention's fused kernels read the bias only
         when its last axis is contiguous; the table's ``(B, N, N, H)`` lookup merely permuted sends
-        every layer to the unfused path (docs/benchmarks.md, "A GLM training step at t5-large size")."""
+        every layer to the unfused path (docs/bench-retrievers.md, "A GLM training step at t5-large size")."""
         table = self.backbone.encoder.block[0].layer[0].SelfAttention.relative_attention_bias
         bias = table(buckets).to(dtype).masked_fill(~mask.unsqueeze(-1), torch.finfo(dtype).min)
         return bias.permute(0, 3, 1, 2).contiguous()

@@ -74,7 +74,7 @@ class EmbeddedLLMConfig(StrictModel):
         default="auto",
         description="Compute dtype. auto: bfloat16 where the CPU computes it natively (AVX512-BF16 or "
         "AMX), else float32: without those instructions bf16 answer prompts took 3.9x as long as fp32 "
-        "(an AVX2-only CPU; docs/benchmarks.md, 'Embedded model dtype and the CPU').",
+        "(an AVX2-only CPU; docs/bench-models.md, 'Embedded model dtype and the CPU').",
     )
     max_batch_size: int = Field(default=16, ge=1, description="Prompts generated together in one forward.")
     num_threads: int | None = Field(
@@ -383,7 +383,7 @@ class EmbeddedLLM:
         student, a judge): built per ``generate`` call (``stop_strings=``) it re-reads and sorts the
         262k-token vocabulary every time (3–4 s on 2 cores) and, past 8 distinct stop tuples, redoes
         its vocabulary embedding (18% of the CPU time of `hoprag bench steps` measured;
-        docs/benchmarks.md). The criterion holds no per-call state."""
+        docs/bench-models.md). The criterion holds no per-call state."""
         key = (*self._tokenizer_key, stop)
         with _STOP_CRITERIA_LOCK:
             criterion = _STOP_CRITERIA.get(key)

@@ -47,7 +47,7 @@ def test_the_cache_key_is_the_model_id_the_built_backend_reports() -> None:
 def test_auto_dtype_is_bf16_only_on_cpus_that_compute_it_natively(
     monkeypatch: pytest.MonkeyPatch, native_bf16: bool, expected: str
 ) -> None:
-    """Without AVX512-BF16 / AMX, bf16 answer prompts took 3.9x as long as fp32 (benchmarks.md);
+    """Without AVX512-BF16 / AMX, bf16 answer prompts took 3.9x as long as fp32 (docs/bench-models.md);
     the model id (the extraction-cache key) names the dtype the model really runs in."""
     import hoprag.llm.embedded as embedded
 
