@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -183,6 +184,13 @@ class DistillConfig(StrictModel):
         default_factory=GoldCorrection,
         description="Real paragraphs of published benchmarks, the teacher's triples corrected by the gold "
         "facts of their training questions (distillation/gold.py); none by default.",
+    )
+    teacher_set: Path | None = Field(
+        default=None,
+        description="A Parquet file of the teacher's answers kept across runs (e.g. under "
+        "benchmarks/data/real/teacher/): read into the run's teacher cache before the teacher is asked, "
+        "so only passages it lacks cost teacher time, and written back (merged) after the teacher "
+        "stage, with NAME.provenance.json (distillation/teacher_set.py).",
     )
     base: StudentBase = Field(default_factory=StudentBase)
     init_adapter: str | None = Field(

@@ -239,8 +239,8 @@ def gold_examples(config: DistillConfig, run_dir: Path) -> tuple[list[StudentExa
     ``plan`` / ``update`` tasks, those of every training question whose benchmark states its chain
     (:func:`gold_plan_examples`). The teacher extracts only when ``openie`` or ``answer`` needs it."""
     from distillation.teacher import TeacherReport, answer_examples
+    from distillation.teacher_set import teacher_cache
     from hoprag.llm.factory import expected_model_id
-    from indexing.cache import ExtractionCache
     from indexing.config import IndexConfig
     from indexing.extract import split_passages
     from indexing.pipeline import run_extraction
@@ -260,7 +260,7 @@ def gold_examples(config: DistillConfig, run_dir: Path) -> tuple[list[StudentExa
     passages = teacher_passages([d.text for d in paragraphs.documents], extraction)
     report.passages = len(passages)
     keys = {key: extraction_key(content_hash(p), model_id, extraction) for key, p in passages}
-    cache = ExtractionCache(run_dir / "teacher")
+    cache = teacher_cache(run_dir)
     cached = cache.load()
     pending = [(TASK_OPENIE, keys[k], p) for k, p in passages if keys[k] not in cached]
     if pending:

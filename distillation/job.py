@@ -19,8 +19,12 @@ from distillation.loop import distill_loop_per_worker
 RUN_NAME = "distill"
 
 
-def run_distillation(corpus: Path, out: Path, config: DistillConfig) -> dict[str, Any]:
-    """Distil ``config.tasks`` from the teacher into ``out/adapter``; returns the run's summary."""
+def run_distillation(
+    corpus: Path, out: Path, config: DistillConfig, teacher_only: bool = False
+) -> dict[str, Any]:
+    """Distil ``config.tasks`` from the teacher into ``out/adapter``; returns the run's summary.
+    ``teacher_only``: stop after the teacher stage (its answers cached, and merged into
+    ``config.teacher_set`` when set), the summary holding the teacher's and the gold reports only."""
     from ray.train.torch import TorchTrainer
 
     from hoprag.config import dump_config
@@ -41,9 +45,24 @@ def run_distillation(corpus: Path, out: Path, config: DistillConfig) -> dict[str
     init_ray(config.ray)
     from distillation.gold import gold_examples
     from distillation.teacher import teacher_examples
+    from distillation.teacher_set import export_teacher_set, seed_teacher_cache
 
-    examples, teacher = teacher_examples(documents, questions, config, out)
-    real, gold = gold_examples(config, out)
+    if config.teacher_set is not None:
+        seed_teacher_cache(out, config.teacher_set)
+    try:
+        examples, teacher = teacher_examples(documents, questions, config, out)
+        real, gold = gold_examples(config, out)
+    finally:  # what the teacher answered is kept even when the stage stops part-way
+        if config.teacher_set is not None:
+            export_teacher_set(out, config.teacher_set)
+    if teacher_only:
+        summary = {
+            "teacher": teacher.to_dict(),
+            "gold": gold.to_dict(),
+            "teacher_set": str(config.teacher_set),
+        }
+        (out / "teacher_summary.json").write_text(json.dumps(summary, indent=1))
+        return summary
     train, held_out = split_held_out(examples, config.held_out_fraction)
     real_train, real_held_out = split_held_out(real, config.held_out_fraction)
     train += real_train * config.gold.repeat

@@ -27,6 +27,7 @@ from distillation.examples import (
     teacher_passages,
     update_examples,
 )
+from distillation.teacher_set import teacher_cache
 from hoprag.linking.linker import normalize_question
 from hoprag.llm.base import TASK_ANSWER, TASK_NER, TASK_OPENIE, TASK_PLAN, TASK_UPDATE
 from hoprag.planner.gold import gold_plan
@@ -36,8 +37,6 @@ from indexing.corpus import Document
 from indexing.extract import ExtractionRecord, extraction_key, ner_key, split_passages
 
 logger = logging.getLogger(__name__)
-
-TEACHER_DIR = "teacher"
 
 
 @dataclass
@@ -69,7 +68,6 @@ def teacher_examples(
     the teacher extracts the documents' triples for it even when ``openie`` is not trained).
     ``plan`` / ``update``: the questions' gold search plans (:func:`plan_examples`)."""
     from hoprag.llm.factory import expected_model_id
-    from indexing.cache import ExtractionCache
     from indexing.pipeline import run_extraction
 
     model_id = expected_model_id(config.teacher)
@@ -87,7 +85,7 @@ def teacher_examples(
         texts = list(dict.fromkeys(t for t in asked if t))
         rows += [(TASK_NER, ner_key(t, model_id), content_hash(TASK_NER, t), t) for t in texts]
         report.questions = len(texts)
-    cache = ExtractionCache(run_dir / TEACHER_DIR)
+    cache = teacher_cache(run_dir)
     cached = cache.load()
     pending = list({key: (task, key, text) for task, key, _, text in rows if key not in cached}.values())
     report.from_cache = len(rows) - len(pending)

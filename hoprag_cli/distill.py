@@ -22,6 +22,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--out", type=Path, required=True, help="run directory (re-running the same command resumes)"
     )
     d.add_argument("--max-steps", type=int, default=None, help="stop after N optimizer steps")
+    d.add_argument(
+        "--teacher-only",
+        action="store_true",
+        help="stop after the teacher stage: its answers cached in RUN_DIR/teacher and merged into "
+        "teacher_set when the config sets one (labelling in pieces, session by session)",
+    )
     add_config_args(d)
     d.set_defaults(handler=run_distill, run_dir_arg="out")
 
@@ -37,10 +43,14 @@ def run_distill(args: argparse.Namespace) -> int:
         overrides.append(f"optim.max_steps={args.max_steps}")
     config = load_config(DistillConfig, args.config, overrides)
     try:
-        summary = run_distillation(args.corpus, args.out, config)
+        summary = run_distillation(args.corpus, args.out, config, teacher_only=args.teacher_only)
     except (CorpusError, ValueError) as exc:
         raise UserError(str(exc)) from exc
     print(json.dumps(summary["teacher"]))
+    if args.teacher_only:
+        print(json.dumps(summary["gold"]))
+        print(f"teacher stage done (--teacher-only); teacher set: {summary['teacher_set']}")
+        return 0
     print(json.dumps(summary["student"]["metrics"]))
     print(
         f"adapter exported to {summary['adapter']}; use it with --set llm.embedded.adapter={summary['adapter']}"

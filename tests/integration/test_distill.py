@@ -245,3 +245,19 @@ def test_gold_facts_of_real_training_questions_teach_and_init_adapter_is_where_t
     assert before.keys() == after.keys()
     assert all(torch.allclose(before[k], after[k], atol=1e-6) for k in before)
     assert any(k.endswith("lora_B.weight") and before[k].abs().sum() > 0 for k in before)  # not a fresh one
+
+
+def test_teacher_only_runs_keep_the_teachers_answers_in_the_teacher_set(
+    tmp_path, ray_cluster, tiny_base
+) -> None:
+    """``--teacher-only`` with ``teacher_set``: the first run asks the teacher and writes the set;
+    a new run directory (the next session's) is answered from the set alone, trains nothing."""
+    teacher_set = tmp_path / "teacher" / "reference-sample.parquet"
+    config = _config(tiny_base, ray_cluster, 2).model_copy(update={"teacher_set": teacher_set})
+    first = run_distillation(SAMPLE, tmp_path / "session-1", config, teacher_only=True)
+    assert first["teacher"]["asked_now"] == 18 and first["teacher"]["from_cache"] == 0
+    assert not (tmp_path / "session-1" / "adapter").exists()
+    provenance = json.loads(teacher_set.with_suffix(".provenance.json").read_text())
+    assert provenance["records"] == 18 and len(provenance["by_teacher"]) == 1
+    second = run_distillation(SAMPLE, tmp_path / "session-2", config, teacher_only=True)
+    assert second["teacher"]["asked_now"] == 0 and second["teacher"]["from_cache"] == 18
