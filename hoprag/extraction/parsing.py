@@ -173,6 +173,10 @@ def _json_value(text: str, opener: str, closer: str, repair: bool = True) -> tup
 def _json_triples(text: str, repair: bool) -> tuple[list[list[str]] | None, bool]:
     for opener, closer in (("{", "}"), ("[", "]")):
         obj, repaired = _json_value(text, opener, closer, repair)
+        if isinstance(obj, dict) and "triples" not in obj:
+            # An object cut off before its "triples" (a long "named_entities" list first): no rows.
+            # Reading on to the next "[" would take that entity list for the triples.
+            return ([], repaired) if "named_entities" in obj else (None, False)
         rows = obj.get("triples") if isinstance(obj, dict) else obj
         if isinstance(rows, list):
             return [[str(p) for p in row] if isinstance(row, list) else [str(row)] for row in rows], repaired

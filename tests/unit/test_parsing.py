@@ -139,3 +139,12 @@ def test_trailing_commas_and_single_quotes_are_repaired():
     assert valid.triples == r.triples and not valid.output_repaired
     mentions, _ = parse_entity_list("{'named_entities': ['The Salt Ledger',", PASSAGE, "json")
     assert mentions == ["The Salt Ledger"]
+
+
+def test_a_json_answer_cut_off_before_its_triples_has_none_not_its_entity_list():
+    """A chat model that lists many named entities first can run out of tokens before "triples":
+    the entity list is not read as rows of one part each."""
+    cut = '{"named_entities": ["Juno Halleck", "Carrow College", "The Salt Ledger", "Oriel'
+    r = parse_openie_output(cut, PASSAGE, "json")
+    assert r.triples == [] and not r.dropped
+    assert r.status != "ok"
