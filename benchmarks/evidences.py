@@ -91,16 +91,23 @@ class EvidenceQuestions:
 
 
 def load_evidence_questions(
-    path: Path, fmt: str = "auto", limit: int | None = None, train_fraction: float = 0.0
+    path: Path, fmt: str = "auto", limit: int | None = None, train_fraction: float = 0.0, side: str = "test"
 ) -> EvidenceQuestions:
     """Questions of a published benchmark file that carry gold facts, with their supporting
-    paragraphs; with ``train_fraction``, only the test side of the id-hash split (the side a student
-    taught by the training side's gold facts never saw: distillation/gold.py)."""
+    paragraphs; with ``train_fraction``, only the ``side`` of the id-hash split: ``test`` (the side
+    a student taught by the training side's gold facts never saw: distillation/gold.py), or
+    ``train`` (where a prompt or a teacher setting is chosen before the test side reports it)."""
+    if side not in ("train", "test"):
+        raise BenchInputError(f"side must be 'train' or 'test', got {side!r}")
+    if side == "train" and not train_fraction:
+        raise BenchInputError(
+            "--side train needs --train-fraction F > 0 (without a split every question is test)"
+        )
     from indexing.formats import read_published
 
     corpus = read_published(path, fmt, train_fraction)  # type: ignore[arg-type]
     text_of = {d.title: d.text for d in corpus.documents}
-    rows = [q for q in corpus.questions.get("test", []) if gold_facts(q) and q["supporting_facts"]]
+    rows = [q for q in corpus.questions.get(side, []) if gold_facts(q) and q["supporting_facts"]]
     if not rows:
         raise BenchInputError(
             f"{path}: no question with gold facts (2WikiMultihopQA 'evidences', MuSiQue 'X >> relation' "
@@ -238,7 +245,9 @@ def run_evidence_benchmark(args: argparse.Namespace) -> int:
         raise BenchInputError(
             f"unknown system(s) {unknown}; configured: {sorted(config.systems)}, served: {args.served}"
         )
-    questions = load_evidence_questions(args.benchmark, args.format, args.questions, args.train_fraction)
+    questions = load_evidence_questions(
+        args.benchmark, args.format, args.questions, args.train_fraction, args.side
+    )
     with contextlib.ExitStack() as stack:
         for name in args.served:
             if name in names:
@@ -280,6 +289,7 @@ def _run(
         "benchmark": str(args.benchmark),
         "questions": len(questions.ids),
         "train_fraction": args.train_fraction,
+        "side": args.side,
         "paragraphs": len(docs.titles),
         "extraction": config.extraction.model_dump(mode="json"),
         "systems": {},
@@ -351,6 +361,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="F",
         help="score only the test side of the id-hash split with this training fraction (as hoprag index "
         "--train-fraction and a distill recipe's gold sources split); default: every question",
+    )
+    parser.add_argument(
+        "--side",
+        choices=("test", "train"),
+        default="test",
+        help="with --train-fraction: score that side of the split (train: to choose a prompt or a "
+        "teacher setting before the test side reports it; default: test)",
     )
     parser.add_argument(
         "--systems", nargs="+", default=None, metavar="NAME", help="systems to run (default: all)"

@@ -115,3 +115,17 @@ def test_a_relation_fits_a_wikidata_property_by_its_stated_words():
     # a property without listed words: a content word's first four letters
     assert relation_fits("manufacturer", "manufactured by")
     assert not relation_fits("manufacturer", "sold by")
+
+
+def test_the_train_side_is_the_complement_of_the_test_side():
+    """``--side train`` scores the questions a prompt may be chosen on; the test side stays apart."""
+    path = REAL / "dev-context-sample.json"
+    test = load_evidence_questions(path, "2wikimultihopqa", train_fraction=0.5)
+    train = load_evidence_questions(path, "2wikimultihopqa", train_fraction=0.5, side="train")
+    everything = load_evidence_questions(path, "2wikimultihopqa")
+    assert train.ids and test.ids and not set(train.ids) & set(test.ids)
+    assert sorted(train.ids + test.ids) == sorted(everything.ids)
+    with pytest.raises(BenchInputError, match="needs --train-fraction"):
+        load_evidence_questions(path, "2wikimultihopqa", side="train")
+    with pytest.raises(BenchInputError, match="side must be"):
+        load_evidence_questions(path, "2wikimultihopqa", train_fraction=0.5, side="dev")
