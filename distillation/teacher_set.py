@@ -59,7 +59,8 @@ def seed_teacher_cache(run_dir: Path, path: Path) -> int:
     one shard; returns how many."""
     kept = read_teacher_set(path)
     cache = teacher_cache(run_dir)
-    missing = [r.to_row() for key, r in sorted(kept.items()) if key not in cache.load()]
+    cached = cache.load()
+    missing = [r.to_row() for key, r in sorted(kept.items()) if key not in cached]
     cache.append_rows(missing)
     if kept:
         logger.info("teacher set %s: %d records, %d new to this run's cache", path, len(kept), len(missing))
