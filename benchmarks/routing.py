@@ -20,29 +20,23 @@ from typing import Any
 
 from benchmarks.harness import publish
 from hoprag.retrieval.base import RetrievalQuery, RetrievalResult, Retriever
-from hoprag.retrieval.routing import DEFAULT_AGREEMENT_DEPTH, route
+from hoprag.retrieval.routing import DEFAULT_AGREEMENT_DEPTH, RoutedRetriever, route
 
 SPLITS = ("train", "test")
 
 
-class _Recorder:
-    """Dense as the answer, every part's deeper ranking kept per question text."""
+class _Recorder(RoutedRetriever):
+    """The routed retriever's own rankings, kept per question text; dense's answered, so that every
+    threshold can be replayed on them afterwards."""
 
     def __init__(self, dense: Retriever, graph: Sequence[Retriever], depth: int) -> None:
-        self.dense, self.graph, self.depth = dense, list(graph), depth
+        super().__init__(dense, graph, depth=depth)
         self.kept: dict[str, tuple[RetrievalResult, list[RetrievalResult]]] = {}
 
-    @property
-    def name(self) -> str:
-        return "recorder"
-
     def retrieve(self, queries: Sequence[RetrievalQuery], k: int) -> list[RetrievalResult]:
-        depth = max(k, self.depth)
-        dense = self.dense.retrieve(queries, depth)
-        graph = [r.retrieve(queries, depth) for r in self.graph]
-        for j, query in enumerate(queries):
-            self.kept[query.question] = (dense[j], [g[j] for g in graph])
-        return dense
+        ranked = self.rankings(queries, k)
+        self.kept.update((q.question, r) for q, r in zip(queries, ranked, strict=True))
+        return [dense for dense, _ in ranked]
 
 
 def record(index_dir: Path, split: str, depth: int) -> list[dict[str, Any]]:
@@ -51,6 +45,7 @@ def record(index_dir: Path, split: str, depth: int) -> list[dict[str, Any]]:
     from evaluation.retrieval import evaluate_retrieval
     from hoprag.glm.artifact import PACKAGED_GLM_NAME
     from hoprag.kg.index import KGIndex
+    from hoprag.linking.linker import normalize_question
     from hoprag.retrieval.loading import index_embedder, load_retriever
 
     index = KGIndex(index_dir)
@@ -59,7 +54,7 @@ def record(index_dir: Path, split: str, depth: int) -> list[dict[str, Any]]:
     recorder = _Recorder(parts[0], parts[1:], depth)
     evaluate_retrieval(index, recorder, split=split, embedder=embedder)
     rows, _ = select_questions(index, split)
-    kept = [(r, recorder.kept.get(" ".join(r["question"].split()))) for r in rows if r["supporting_docs"]]
+    kept = [(r, recorder.kept.get(normalize_question(r["question"]))) for r in rows if r["supporting_docs"]]
     return [{"gold": list(r["supporting_docs"]), "kept": k} for r, k in kept if k is not None]
 
 

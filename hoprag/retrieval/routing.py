@@ -83,13 +83,19 @@ class RoutedRetriever:
     def retrieve(self, queries: Sequence[RetrievalQuery], k: int) -> list[RetrievalResult]:
         if not queries:
             return []
+        return [
+            route(dense, graph, k, self.min_agreement, self.agreement_depth, self.constant)
+            for dense, graph in self.rankings(queries, k)
+        ]
+
+    def rankings(
+        self, queries: Sequence[RetrievalQuery], k: int
+    ) -> list[tuple[RetrievalResult, list[RetrievalResult]]]:
+        """Each question's dense result and graph results, every part read to the fusion depth."""
         depth = max(k, self.depth, self.agreement_depth)
         dense = self.dense.retrieve(queries, depth)
         graph = [r.retrieve(queries, depth) for r in self.graph]
-        return [self._route(d, list(g), k) for d, *g in zip(dense, *graph, strict=True)]
-
-    def _route(self, dense: RetrievalResult, graph: list[RetrievalResult], k: int) -> RetrievalResult:
-        return route(dense, graph, k, self.min_agreement, self.agreement_depth, self.constant)
+        return [(d, list(g)) for d, *g in zip(dense, *graph, strict=True)]
 
 
 def route(
