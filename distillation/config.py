@@ -89,6 +89,15 @@ class UpdateTaskSettings(StrictModel):
     )
 
 
+class HeldOutTitles(StrictModel):
+    """Paragraph titles that never teach a student: the first ``first`` entries of a corpus file
+    (a JSON list or JSONL of ``{"title", "text"}`` rows, HippoRAG 2's corpus format), e.g. the
+    2Wiki corpus' first 3,000, where held-out questions are measured."""
+
+    path: Path = Field(description="The corpus file whose leading titles are held out.")
+    first: int = Field(ge=1, description="How many of its first entries are held out.")
+
+
 class GoldSource(StrictModel):
     """One published benchmark file whose training questions' gold facts teach the student."""
 
@@ -113,6 +122,12 @@ class GoldCorrection(StrictModel):
         default_factory=lambda: LLMBackendConfig.model_validate({"backend": "embedded"}),
         description="Who extracts the paragraphs' triples before correction (default: the embedded "
         "default, the packaged student).",
+    )
+    extra_teachers: list[LLMBackendConfig] = Field(
+        default_factory=list,
+        description="A committee: each of these teachers' triples whose subject-object pair no earlier "
+        "teacher's triple links is added to `teacher`'s before gold correction (where both link a pair, "
+        '`teacher`\'s relation stands). Measured: docs/distillation.md, "The 1.5B as teacher".',
     )
     repeat: int = Field(
         default=1, ge=1, description="Each real-prose training example is seen this many times per epoch."
@@ -184,6 +199,12 @@ class DistillConfig(StrictModel):
         default_factory=GoldCorrection,
         description="Real paragraphs of published benchmarks, the teacher's triples corrected by the gold "
         "facts of their training questions (distillation/gold.py); none by default.",
+    )
+    held_out_titles: list[HeldOutTitles] = Field(
+        default_factory=list,
+        description="Corpus entries whose paragraphs never enter the student's training data, from the "
+        "corpus being distilled or from `gold.sources` (distillation/held_out.py); a recipe that reads "
+        "the 2Wiki corpus holds out its first 3,000.",
     )
     teacher_set: Path | None = Field(
         default=None,

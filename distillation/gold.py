@@ -91,7 +91,7 @@ class GoldReport:
     train_questions: int = 0
     test_questions: int = 0
     paragraphs: int = 0
-    paragraphs_held_out: int = 0  # supporting paragraphs of a test question: never shown
+    paragraphs_held_out: int = 0  # a test question's supporting paragraphs and held-out titles: never shown
     passages: int = 0
     facts: int = 0  # distinct gold facts of the training questions
     facts_taught: set[Triple] = field(default_factory=set)  # put into at least one passage
@@ -102,6 +102,7 @@ class GoldReport:
     teacher_triples_kept: int = 0
     teacher_triples_dropped: int = 0  # relation not stated in the paragraph
     teacher_failed: int = 0
+    committee_triples_added: int = 0  # the extra teachers' triples on pairs the first teacher did not link
     plans: int = 0  # training questions whose published chain taught the plan / update tasks
     plans_skipped: int = 0  # training questions that state no chain (HotpotQA) or a malformed one
     step_questions: int = 0  # steps of those chains asked as answer-prompt questions (gold.step_answers)
@@ -187,8 +188,12 @@ def corrected_triples(
     return list(dict.fromkeys([*gold, *kept]))  # type: ignore[list-item]
 
 
-def gold_paragraphs(sources: Sequence[GoldSource], report: GoldReport) -> GoldParagraphs:
-    """Read every source; keep training questions with gold facts and their supporting paragraphs."""
+def gold_paragraphs(
+    sources: Sequence[GoldSource], report: GoldReport, held_out: frozenset[str] = frozenset()
+) -> GoldParagraphs:
+    """Read every source; keep training questions with gold facts and their supporting paragraphs.
+    A paragraph titled in ``held_out`` (the config's ``held_out_titles``) is never kept, as a test
+    question's paragraphs are not."""
     from indexing.formats import read_published
 
     documents: dict[str, Document] = {}
@@ -205,6 +210,7 @@ def gold_paragraphs(sources: Sequence[GoldSource], report: GoldReport) -> GoldPa
         report.train_questions += len(train)
         report.test_questions += len(test)
         unseen = {t for q in test for t in q.get("supporting_facts") or []}
+        unseen |= held_out & by_title.keys()
         report.paragraphs_held_out += len(unseen)
         for q in train:
             titles = [t for t in q.get("supporting_facts") or [] if t in by_title and t not in unseen]
@@ -225,6 +231,25 @@ def gold_paragraphs(sources: Sequence[GoldSource], report: GoldReport) -> GoldPa
     return GoldParagraphs(list(documents.values()), facts, questions, distractor_pool=list(others.values()))
 
 
+def committee_triples(
+    first: Sequence[Sequence[str]], others: Sequence[Sequence[Sequence[str]]]
+) -> list[Triple]:
+    """The first teacher's triples, then each other teacher's triples whose subject-object pair
+    (either direction, names normalized) no earlier triple links: a committee finds pairs either
+    member misses, and where both link a pair the first teacher's relation stands."""
+    kept: list[Triple] = []
+    pairs: set[frozenset[str]] = set()
+    for rows in (first, *others):
+        for row in rows:
+            if len(row) != 3:
+                continue
+            pair = frozenset((normalize_entity(row[0]), normalize_entity(row[2])))
+            if rows is first or pair not in pairs:
+                kept.append((row[0], row[1], row[2]))
+                pairs.add(pair)
+    return kept
+
+
 def _names_either(fact: Triple, text: str) -> bool:
     """Whether a paragraph may hold the fact: it names its subject or object (the other name may be
     spelled another way, and the teacher's triple may still link it loosely)."""
@@ -238,6 +263,7 @@ def gold_examples(config: DistillConfig, run_dir: Path) -> tuple[list[StudentExa
     ``gold.step_answers``, also one per step of its published chain: :func:`gold_step_questions`); with the
     ``plan`` / ``update`` tasks, those of every training question whose benchmark states its chain
     (:func:`gold_plan_examples`). The teacher extracts only when ``openie`` or ``answer`` needs it."""
+    from distillation.held_out import held_out_titles
     from distillation.teacher import TeacherReport, answer_examples
     from distillation.teacher_set import teacher_cache
     from hoprag.llm.factory import expected_model_id
@@ -249,24 +275,27 @@ def gold_examples(config: DistillConfig, run_dir: Path) -> tuple[list[StudentExa
     report = GoldReport()
     if not settings.sources:
         return [], report
-    paragraphs = gold_paragraphs(settings.sources, report)
+    paragraphs = gold_paragraphs(settings.sources, report, held_out_titles(config.held_out_titles))
     planned = gold_plan_examples(paragraphs.questions, config, report)
     steps = gold_step_questions(paragraphs.questions, report) if settings.step_answers else []
     teaches_answer = (settings.answer or bool(steps)) and TASK_ANSWER in config.tasks
     if TASK_OPENIE not in config.tasks and not teaches_answer:
         return planned, report
     extraction = config.extraction.model_copy(update={"mode": "one_step"})
-    model_id = expected_model_id(settings.teacher)
     passages = teacher_passages([d.text for d in paragraphs.documents], extraction)
     report.passages = len(passages)
-    keys = {key: extraction_key(content_hash(p), model_id, extraction) for key, p in passages}
     cache = teacher_cache(run_dir)
     cached = cache.load()
-    pending = [(TASK_OPENIE, keys[k], p) for k, p in passages if keys[k] not in cached]
-    if pending:
-        index_config = IndexConfig(llm=settings.teacher, extraction=extraction, ray=config.ray)
-        for record in run_extraction(pending, index_config, cache):
-            cached[record.doc_key] = record
+    answers: list[dict[str, ExtractionRecord | None]] = []  # per teacher (the first is `teacher`)
+    for teacher in [settings.teacher, *settings.extra_teachers]:
+        model_id = expected_model_id(teacher)
+        keys = {key: extraction_key(content_hash(p), model_id, extraction) for key, p in passages}
+        pending = [(TASK_OPENIE, keys[k], p) for k, p in passages if keys[k] not in cached]
+        if pending:
+            index_config = IndexConfig(llm=teacher, extraction=extraction, ray=config.ray)
+            for record in run_extraction(pending, index_config, cache):
+                cached[record.doc_key] = record
+        answers.append({key: cached.get(keys[key]) for key, _ in passages})
     facts_of_passage: dict[str, list[Triple]] = {}
     for doc in paragraphs.documents:
         for passage in split_passages(doc.text, extraction.max_chunk_chars)[
@@ -280,13 +309,18 @@ def gold_examples(config: DistillConfig, run_dir: Path) -> tuple[list[StudentExa
     examples: list[StudentExample] = []
     corrected: dict[str, ExtractionRecord | None] = {}
     for key, passage in passages:
-        record = cached.get(keys[key])
+        record = answers[0][key]
         if record is None or record.status not in ("ok", "no_triples"):
             report.teacher_failed += 1
             corrected[key] = None
             continue
+        others = [a[key] for a in answers[1:]]
+        taught = committee_triples(
+            record.triples, [r.triples for r in others if r is not None and r.status == "ok"]
+        )  # type: ignore[arg-type]
+        report.committee_triples_added += len(taught) - len(record.triples)
         facts = [f for f in facts_of_passage.get(key, []) if _names_either(f, passage)]
-        triples = corrected_triples(passage, record.triples, facts, report, settings.drop_unstated)  # type: ignore[arg-type]
+        triples = corrected_triples(passage, taught, facts, report, settings.drop_unstated)
         fixed = replace(record, status="ok" if triples else "no_triples", triples=[list(t) for t in triples])
         corrected[key] = fixed
         example = openie_example(key, passage, fixed, extraction.max_new_tokens)

@@ -27,6 +27,7 @@ def run_distillation(
     ``config.teacher_set`` when set), the summary holding the teacher's and the gold reports only."""
     from ray.train.torch import TorchTrainer
 
+    from distillation.held_out import teachable_documents
     from hoprag.config import dump_config
     from hoprag.extraction.prompts import PROMPT_VERSION, STUDENT_PROMPT_VERSION
     from hoprag.planner.prompts import PLANNER_PROMPT_VERSION
@@ -39,6 +40,8 @@ def run_distillation(
     (out / "distill_config.yaml").write_text(dump_config(config))
     source = read_corpus(corpus)
     documents = source.documents[: config.max_documents]
+    if not teacher_only:  # labelling may cover held-out paragraphs; teaching from them may not
+        documents = teachable_documents(documents, config.held_out_titles, source.questions.get("test", []))
     # Training questions only: a corpus's test split stays unseen by the student.
     questions = [q for split in sorted(source.questions) if split != "test" for q in source.questions[split]]
     questions = questions[: config.max_questions]

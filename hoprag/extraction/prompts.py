@@ -12,7 +12,7 @@ import json
 
 from hoprag.llm.base import TASK_NER, TASK_OPENIE, ChatMessage, GenerationParams, PromptSpec, PromptStyle
 
-PROMPT_VERSION = "openie-v1"
+PROMPT_VERSION = "openie-v2"
 
 __all__ = [
     "PROMPT_VERSION",
@@ -64,16 +64,57 @@ _OPENIE_INSTRUCTION = (
 _NER_INSTRUCTION = "List the named entities the question mentions, separated by ';'."
 
 
+# The chat (instruct-model) OpenIE prompt: every stated fact, dates and numbers included, as
+# [subject, relation, object] rows and nothing else (no entity list first: an answer cut off at its
+# token budget keeps the rows it wrote). Two invented passages of the two kinds Wikipedia prose
+# mixes, a life and an organisation with its place; the relations stay the passages' own words.
+_OPENIE_CHAT_INSTRUCTION = (
+    "You extract knowledge-graph triples from a passage. Answer with JSON only: "
+    '{"triples": [[subject, relation, object], ...]}. Write one triple for every fact the passage '
+    "states, dates and numbers included. Subject and object are names or values as the passage "
+    "writes them (resolve pronouns to the names they stand for); the relation is a short phrase "
+    "in the passage's words."
+)
+_CHAT_EXAMPLES = [
+    (
+        "Oriel Fane (3 May 1921 - 14 June 1990) was a Velmarian film director. He was married to the "
+        "actress Juno Halleck; their son Tobin Fane was born in Quifen. Fane directed The Salt Ledger (1987).",
+        [
+            ("Oriel Fane", "born on", "3 May 1921"),
+            ("Oriel Fane", "died on", "14 June 1990"),
+            ("Oriel Fane", "nationality", "Velmarian"),
+            ("Oriel Fane", "was a", "film director"),
+            ("Oriel Fane", "married to", "Juno Halleck"),
+            ("Juno Halleck", "was an", "actress"),
+            ("Tobin Fane", "son of", "Oriel Fane"),
+            ("Tobin Fane", "son of", "Juno Halleck"),
+            ("Tobin Fane", "born in", "Quifen"),
+            ("The Salt Ledger", "directed by", "Oriel Fane"),
+            ("The Salt Ledger", "released in", "1987"),
+        ],
+    ),
+    (
+        "Velbrin Pharma is a drug company founded in 1954 by Ada Morrow. Its headquarters are in "
+        "Quifen, the capital of Estara, and it manufactures Ostarizumab.",
+        [
+            ("Velbrin Pharma", "is a", "drug company"),
+            ("Velbrin Pharma", "founded in", "1954"),
+            ("Velbrin Pharma", "founded by", "Ada Morrow"),
+            ("Velbrin Pharma", "headquarters in", "Quifen"),
+            ("Quifen", "capital of", "Estara"),
+            ("Velbrin Pharma", "manufactures", "Ostarizumab"),
+        ],
+    ),
+]
+
+
 # What the JSON (chat) prompts ask for, as JSON schemas a backend can constrain decoding to.
 _STRINGS = {"type": "array", "items": {"type": "string"}}
 OPENIE_JSON_SCHEMA = json.dumps(
     {
         "type": "object",
-        "properties": {
-            "named_entities": _STRINGS,
-            "triples": {"type": "array", "items": {**_STRINGS, "minItems": 3, "maxItems": 3}},
-        },
-        "required": ["named_entities", "triples"],
+        "properties": {"triples": {"type": "array", "items": {**_STRINGS, "minItems": 3, "maxItems": 3}}},
+        "required": ["triples"],
         "additionalProperties": False,
     },
     sort_keys=True,
@@ -135,26 +176,11 @@ def openie_prompt(
         prompt = head + "\n\n".join(shots) + f"\n\nPassage: {passage}\nTriples:\n"
         params = _openie_line_params(max_new_tokens)
         return PromptSpec(prompt, params, "lines")
-    example_text, example_triples = _FEW_SHOT[0]
-    messages: list[ChatMessage] = [
-        {
-            "role": "system",
-            "content": "You extract knowledge-graph triples from passages. Answer with JSON only: "
-            '{"named_entities": [...], "triples": [[subject, relation, object], ...]}. Every subject and '
-            "object must be a named entity or value that appears in the passage; resolve pronouns to names.",
-        },
-        {"role": "user", "content": f"Passage: {example_text}"},
-        {
-            "role": "assistant",
-            "content": json.dumps(
-                {
-                    "named_entities": sorted({e for t in example_triples for e in (t[0], t[2])}),
-                    "triples": [list(t) for t in example_triples],
-                }
-            ),
-        },
-        {"role": "user", "content": f"Passage: {passage}"},
-    ]
+    messages: list[ChatMessage] = [{"role": "system", "content": _OPENIE_CHAT_INSTRUCTION}]
+    for text, triples in _CHAT_EXAMPLES:
+        messages.append({"role": "user", "content": f"Passage: {text}"})
+        messages.append({"role": "assistant", "content": json.dumps({"triples": [list(t) for t in triples]})})
+    messages.append({"role": "user", "content": f"Passage: {passage}"})
     params = GenerationParams(max_new_tokens * 2, 0.0, (), json_schema=OPENIE_JSON_SCHEMA, task=TASK_OPENIE)
     return PromptSpec(messages, params, "json")
 

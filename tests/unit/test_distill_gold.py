@@ -142,3 +142,81 @@ def test_init_adapter_resolves_to_an_absolute_directory_or_fails_before_the_teac
         _init_adapter(DistillConfig(init_adapter=str(tmp_path)))
     with pytest.raises(ValueError, match="packaged base only"):
         _init_adapter(DistillConfig(init_adapter="packaged", base={"model_path": str(tmp_path)}))
+
+
+def test_a_committee_adds_only_the_pairs_the_first_teacher_did_not_link():
+    from distillation.gold import committee_triples
+
+    first = [["Jerome Storm", "born in", "Denver"], ["The Show", "directed by", "Jerome Storm"]]
+    student = [
+        ["Jerome Storm", "date of birth", "November 11, 1890"],  # a pair the first teacher missed
+        ["jerome storm", "director of", "The Show"],  # the first teacher's pair, either direction
+        ["Jerome Storm", "date of birth", "1890"],
+        ["broken row"],
+    ]
+    assert committee_triples(first, [student]) == [
+        ("Jerome Storm", "born in", "Denver"),
+        ("The Show", "directed by", "Jerome Storm"),
+        ("Jerome Storm", "date of birth", "November 11, 1890"),
+        ("Jerome Storm", "date of birth", "1890"),
+    ]
+    assert committee_triples(first, []) == [tuple(t) for t in first]
+
+
+def test_gold_examples_teach_the_committees_triples_from_the_teachers_cached_answers(tmp_path: Path):
+    """Two teachers' answers already in the run's teacher cache (as a teacher set seeds it): the
+    OpenIE example holds the first teacher's triples, the second's new pair, and the gold fact."""
+    from distillation.gold import gold_examples
+    from distillation.teacher_set import teacher_cache
+    from hoprag.llm.factory import LLMBackendConfig, expected_model_id
+    from hoprag.text import content_hash
+    from indexing.extract import ExtractionRecord, extraction_key
+
+    ids = [f"q{i}" for i in range(12)]
+    items = []
+    for i, qid in enumerate(ids):
+        title = f"Film {i}"
+        text = f"{title} (1950) is a film directed by Person {i}, born in Town {i}."
+        items.append(_two_wiki_item(qid, title, text, [[title, "director", f"Person {i}"]], f"Other {i}"))
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(items))
+    teachers = [
+        {"backend": "openai", "openai": {"base_url": "http://127.0.0.1:9", "model": m}}
+        for m in ("big", "small")
+    ]
+    config = DistillConfig.model_validate(
+        {
+            "tasks": ["openie"],
+            "gold": {
+                "sources": [{"path": str(path), "format": "2wikimultihopqa"}],
+                "teacher": teachers[0],
+                "extra_teachers": [teachers[1]],
+            },
+        }
+    )
+    paragraphs = gold_paragraphs(config.gold.sources, GoldReport())
+    extraction = config.extraction.model_copy(update={"mode": "one_step"})
+    rows = []
+    for doc in paragraphs.documents:
+        i = doc.title.split()[1]
+        answers = {
+            "big": [[doc.title, "released in", "1950"]],
+            "small": [[f"Person {i}", "born in", f"Town {i}"], [doc.title, "year", "1950"]],
+        }
+        for teacher in teachers:
+            model_id = expected_model_id(LLMBackendConfig.model_validate(teacher))
+            key = extraction_key(content_hash(doc.text), model_id, extraction)
+            triples = answers[teacher["openai"]["model"]]
+            rows.append(ExtractionRecord(key, "ok", model_id, triples=triples).to_row())
+    teacher_cache(tmp_path / "run").append_rows(rows)
+    examples, report = gold_examples(config, tmp_path / "run")
+    assert len(examples) == len(paragraphs.documents) and report.teacher_failed == 0
+    assert report.committee_triples_added == len(paragraphs.documents)  # one new pair each
+    for example in examples:
+        film = next(line for line in example.prompt.splitlines() if "is a film" in line)
+        i = film.split("Film ")[1].split()[0]
+        assert set(example.target.strip().splitlines()) == {
+            f"(Film {i} | director | Person {i})",
+            f"(Film {i} | released in | 1950)",
+            f"(Person {i} | born in | Town {i})",
+        }

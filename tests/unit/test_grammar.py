@@ -167,7 +167,7 @@ def test_random_scores_still_write_json_that_follows_the_schema(grammars):
         import json_repair
 
         value = json_repair.loads(text)
-    assert set(value) <= {"named_entities", "triples"}
+    assert set(value) <= {"triples"}
     assert all(len(t) == 3 for t in value.get("triples", []))
     assert processor.failed_rows == 0
 
@@ -202,6 +202,11 @@ def test_line_prompts_carry_the_line_grammar_and_json_prompts_their_schema():
         assert spec.params.json_schema is None
     chat = openie_prompt("P.", "chat")
     assert chat.params.json_schema == OPENIE_JSON_SCHEMA and chat.params.grammar is None
+    schema = json.loads(OPENIE_JSON_SCHEMA)
+    for message in chat.prompt[2:-1:2]:  # the examples' answers follow the schema the model is held to
+        answer = json.loads(message["content"])
+        assert set(answer) == set(schema["required"]) == {"triples"}
+        assert all(len(row) == 3 and all(isinstance(p, str) for p in row) for row in answer["triples"])
     for _, triples in _FEW_SHOT:
         assert all(LINE.fullmatch(_triple_line(t) + "\n") for t in triples)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from hoprag.extraction.parsing import parse_entity_list, parse_openie_output
 
 PASSAGE = (
@@ -148,3 +150,21 @@ def test_a_json_answer_cut_off_before_its_triples_has_none_not_its_entity_list()
     r = parse_openie_output(cut, PASSAGE, "json")
     assert r.triples == [] and not r.dropped
     assert r.status != "ok"
+
+
+def test_a_chat_answer_cut_off_mid_row_keeps_every_complete_row_and_the_examples_state_dates():
+    """The chat OpenIE answer is rows only, so a token budget that runs out keeps what was written;
+    its examples show dates and numbers as triples (a chat teacher left them out before)."""
+    from hoprag.extraction.prompts import openie_prompt
+
+    passage = "Oriel Fane (3 May 1921 - 14 June 1990) directed The Salt Ledger."
+    cut = '{"triples": [["Oriel Fane", "born on", "3 May 1921"], ["Oriel Fane", "died on", "14 June 1990"], ["The Sa'
+    result = parse_openie_output(cut, passage, "json")
+    assert result.output_repaired
+    assert {tuple(t) for t in result.triples} >= {
+        ("Oriel Fane", "born on", "3 May 1921"),
+        ("Oriel Fane", "died on", "14 June 1990"),
+    }
+    examples = openie_prompt("P.", "chat").prompt[2:-1:2]
+    rows = [row for message in examples for row in json.loads(message["content"])["triples"]]
+    assert any(any(ch.isdigit() for ch in row[2]) for row in rows)
