@@ -51,6 +51,7 @@ from benchmarks.extract import (
     run_system,
 )
 from benchmarks.harness import publish
+from distillation.gold import committee_triples
 from hoprag.config import StrictModel
 from hoprag.llm.embedded import EmbeddedLLMConfig
 from hoprag.llm.factory import LLMBackendConfig
@@ -245,6 +246,12 @@ def run_evidence_benchmark(args: argparse.Namespace) -> int:
         raise BenchInputError(
             f"unknown system(s) {unknown}; configured: {sorted(config.systems)}, served: {args.served}"
         )
+    committees = [c.split("+") for c in args.committee]
+    for members in committees:
+        if len(members) < 2 or not set(members) <= set(names):
+            raise BenchInputError(
+                f"--committee {'+'.join(members)}: name two or more of the systems run ({names}), joined by '+'"
+            )
     questions = load_evidence_questions(
         args.benchmark, args.format, args.questions, args.train_fraction, args.side
     )
@@ -322,6 +329,11 @@ def _run(
                 "triples": [list(t) for t in record.triples],
                 "dropped": dict(record.dropped),
             }
+    result["committees"] = {}
+    for members in (c.split("+") for c in args.committee):
+        name = "+".join(members)
+        result["committees"][name] = committee_scores(questions, outputs, members)
+        found_pairs[name] = result["committees"][name].pop("pairs")
     result["total_seconds"] = round(time.perf_counter() - started, 1)
     result["load_average_1min"].append(round(os.getloadavg()[0], 2))
     workdir = Path(args.workdir)
@@ -339,6 +351,23 @@ def _run(
     result["pairs_file"] = str(pairs_file)
     publish("evidences", result, args, table=_table)
     return 0
+
+
+def committee_scores(
+    questions: EvidenceQuestions, outputs: Sequence[dict[str, Any]], members: Sequence[str]
+) -> dict[str, Any]:
+    """:func:`score_questions` of systems run together as a distill recipe's committee
+    (``gold.teacher`` then ``gold.extra_teachers``): per paragraph (``outputs``' rows, in the
+    documents' order), the first member's triples and each other's on pairs no earlier one linked."""
+    merged = []
+    for row in outputs:
+        first, *others = (row["systems"][m]["triples"] for m in members)
+        merged.append(committee_triples(first, others))
+    n = max(1, len(merged))
+    return {
+        "triples_per_paragraph": round(sum(len(t) for t in merged) / n, 2),
+        **score_questions(questions, merged),
+    }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -371,6 +400,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--systems", nargs="+", default=None, metavar="NAME", help="systems to run (default: all)"
+    )
+    parser.add_argument(
+        "--committee",
+        action="append",
+        default=[],
+        metavar="A+B",
+        help="also score systems A, B, ... as a committee (a distill recipe's gold.teacher and "
+        "gold.extra_teachers): A's triples, then each other's on pairs no earlier one linked; repeatable",
     )
     parser.add_argument(
         "--llm-config",
@@ -411,5 +448,10 @@ def _table(result: dict[str, Any]) -> Iterator[str]:
             f"{name:<12} {ppm:>8} {s['triples_per_paragraph']:>12.2f} {s['pair_recall_equal']:>8.3f} "
             f"{s['pair_recall_loose']:>8.3f} {s['relation_fits_of_found']:>8.3f} {s['format_lost']:>11} {s['json_repaired_outputs']:>13} "
             f"{s['statuses']}"
+        )
+    for name, s in result.get("committees", {}).items():
+        yield (
+            f"{name:<12} {'-':>8} {s['triples_per_paragraph']:>12.2f} {s['pair_recall_equal']:>8.3f} "
+            f"{s['pair_recall_loose']:>8.3f} {s['relation_fits_of_found']:>8.3f}   (committee)"
         )
     yield f"per-paragraph outputs: {result['paragraphs_file']}; found pairs: {result['pairs_file']}"

@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks.evidences import (
     EvidenceQuestions,
+    committee_scores,
     load_evidence_questions,
     output_forms,
     score_questions,
@@ -129,3 +130,33 @@ def test_the_train_side_is_the_complement_of_the_test_side():
         load_evidence_questions(path, "2wikimultihopqa", side="train")
     with pytest.raises(BenchInputError, match="side must be"):
         load_evidence_questions(path, "2wikimultihopqa", train_fraction=0.5, side="dev")
+
+
+def test_a_committee_finds_the_pairs_of_either_member_and_keeps_the_first_members_relation():
+    docs = BenchDocuments(["A", "B"], ["a", "b"], [[], []])
+    questions = EvidenceQuestions(
+        ["q1"], [[("Ann", "date of birth", "1901"), ("Ann", "director of", "Film")]], [[0, 1]], docs
+    )
+    outputs = [
+        {
+            "systems": {
+                "big": {"triples": [["Ann", "directed", "Film"]]},
+                "small": {"triples": [["Film", "made by", "Ann"]]},  # a pair big linked in this paragraph
+            }
+        },
+        {"systems": {"big": {"triples": []}, "small": {"triples": [["Ann", "born", "1901"]]}}},
+    ]
+    big_alone = committee_scores(questions, outputs, ["big"])
+    assert big_alone["pair_recall_loose"] == 0.5
+    both = committee_scores(questions, outputs, ["big", "small"])
+    assert both["pair_recall_loose"] == 1.0 and both["triples_per_paragraph"] == 1.0
+    # the film pair is the first member's, with its relation; the second member adds the date only
+    assert [p["triples"] for p in both["pairs"]] == [[["Ann", "born", "1901"]], [["Ann", "directed", "Film"]]]
+
+
+def test_a_committee_of_systems_not_run_is_refused_before_any_model_loads(capsys):
+    from hoprag_cli import main
+
+    args = ["bench", "evidences", "--benchmark", str(REAL / "2wikimultihopqa.json"), "--systems", "student"]
+    assert main([*args, "--committee", "student+qwen"]) != 0
+    assert "--committee student+qwen: name two or more of the systems run" in capsys.readouterr().err
