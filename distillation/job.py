@@ -32,14 +32,17 @@ def run_distillation(
     from hoprag.extraction.prompts import PROMPT_VERSION, STUDENT_PROMPT_VERSION
     from hoprag.planner.prompts import PLANNER_PROMPT_VERSION
     from hoprag.ray_runtime import init_ray
-    from indexing.corpus import read_corpus
+    from indexing.formats.reader import read_published
     from training.trainer import fit_with_progress, trainer_options
 
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     (out / "distill_config.yaml").write_text(dump_config(config))
-    source = read_corpus(corpus)
+    # hoprag index's reader: a generated or GFM-RAG corpus, or a published benchmark file (its
+    # questions all test: their paragraphs label, never teach)
+    source = read_published(corpus)
     documents = source.documents[: config.max_documents]
+    read = len(documents)
     if not teacher_only:  # labelling may cover held-out paragraphs; teaching from them may not
         documents = teachable_documents(documents, config.held_out_titles, source.questions.get("test", []))
     # Training questions only: a corpus's test split stays unseen by the student.
@@ -73,7 +76,9 @@ def run_distillation(
     examples += real
     if not train:
         raise ValueError(
-            f"no training examples: the teacher answered none of {len(examples)} inputs usefully"
+            f"no training examples: the teacher answered none of {len(examples)} inputs usefully "
+            f"({read - len(documents)} of the corpus's {read} documents withheld: held_out_titles, "
+            "or paragraphs its test questions need)"
         )
     data = out / "data"
     data.mkdir(exist_ok=True)

@@ -16,7 +16,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "exports RUN_DIR/adapter (use it with --set llm.embedded.adapter=RUN_DIR/adapter)",
     )
     d.add_argument(
-        "--corpus", type=Path, required=True, help="corpus (a sample of yours, or a generated one)"
+        "--corpus",
+        type=Path,
+        required=True,
+        help="corpus (a sample of yours, a generated one, or a published benchmark file as hoprag index reads it)",
     )
     d.add_argument(
         "--out", type=Path, required=True, help="run directory (re-running the same command resumes)"

@@ -261,3 +261,36 @@ def test_teacher_only_runs_keep_the_teachers_answers_in_the_teacher_set(
     assert provenance["records"] == 18 and len(provenance["by_teacher"]) == 1
     second = run_distillation(SAMPLE, tmp_path / "session-2", config, teacher_only=True)
     assert second["teacher"]["asked_now"] == 0 and second["teacher"]["from_cache"] == 18
+
+
+def test_a_published_benchmark_file_is_labelled_whole_and_teaches_nothing_it_tests(
+    tmp_path, ray_cluster, tiny_base, rule_server
+) -> None:
+    """``--corpus`` a published file (2WikiMultihopQA's format), read as ``hoprag index`` reads it:
+    every paragraph is labelled by a ``--teacher-only`` run; its questions are all test questions
+    (no split), so a training run finds no paragraph it may teach and says so."""
+    items = [
+        {
+            "_id": f"q{i}",
+            "question": f"Who directed Film {i}?",
+            "answer": f"Person {i}",
+            "type": "compositional",
+            "context": [[f"Film {i}", [f"Film {i} is a 1990 drama film directed by Person {i}."]]],
+            "supporting_facts": [[f"Film {i}", 0]],
+            "evidences": [[f"Film {i}", "director", f"Person {i}"]],
+        }
+        for i in range(5)
+    ]
+    source = tmp_path / "dev.json"
+    source.write_text(json.dumps(items))
+    teacher = {
+        "backend": "openai",
+        "openai": {"base_url": rule_server.base_url, "model": "rule", "prompt_style": "completion"},
+    }
+    config = DistillConfig.model_validate(
+        {**_config(tiny_base, ray_cluster, 2).model_dump(), "teacher": teacher, "max_documents": None}
+    )
+    labelled = run_distillation(source, tmp_path / "label", config, teacher_only=True)
+    assert labelled["teacher"]["asked_now"] == 5
+    with pytest.raises(ValueError, match="no training examples"):
+        run_distillation(source, tmp_path / "train", config)
