@@ -51,13 +51,12 @@ from benchmarks.extract import (
     run_system,
 )
 from benchmarks.harness import publish
-from distillation.gold import committee_triples
 from hoprag.config import StrictModel
 from hoprag.llm.embedded import EmbeddedLLMConfig
 from hoprag.llm.factory import LLMBackendConfig
 from hoprag.text import normalize_entity
 from indexing.config import ExtractionConfig
-from indexing.formats.gold import gold_facts, links_pair, pair_found
+from indexing.formats.gold import committee_triples, gold_facts, links_pair, pair_found
 
 FORMAT_DROPS = frozenset({"two_parts", "too_many_parts", "too_few_parts"})
 

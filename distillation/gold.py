@@ -41,7 +41,14 @@ from hoprag.llm.base import TASK_ANSWER, TASK_OPENIE, TASK_PLAN, TASK_UPDATE
 from hoprag.text import content_hash, normalize_entity
 from indexing.corpus import Document
 from indexing.extract import ExtractionRecord, extraction_key
-from indexing.formats.gold import Triple, gold_facts, links_pair, names_match, normalize_argument
+from indexing.formats.gold import (
+    Triple,
+    committee_triples,
+    gold_facts,
+    links_pair,
+    names_match,
+    normalize_argument,
+)
 
 # Words that carry no relation of their own ("born in" is grounded by "born", not by "in").
 _FUNCTION_WORDS = frozenset(
@@ -229,25 +236,6 @@ def gold_paragraphs(
     report.paragraphs = len(documents)
     report.facts = len(distinct)
     return GoldParagraphs(list(documents.values()), facts, questions, distractor_pool=list(others.values()))
-
-
-def committee_triples(
-    first: Sequence[Sequence[str]], others: Sequence[Sequence[Sequence[str]]]
-) -> list[Triple]:
-    """The first teacher's triples, then each other teacher's triples whose subject-object pair
-    (either direction, names normalized) no earlier triple links: a committee finds pairs either
-    member misses, and where both link a pair the first teacher's relation stands."""
-    kept: list[Triple] = []
-    pairs: set[frozenset[str]] = set()
-    for rows in (first, *others):
-        for row in rows:
-            if len(row) != 3:
-                continue
-            pair = frozenset((normalize_entity(row[0]), normalize_entity(row[2])))
-            if rows is first or pair not in pairs:
-                kept.append((row[0], row[1], row[2]))
-                pairs.add(pair)
-    return kept
 
 
 def _names_either(fact: Triple, text: str) -> bool:

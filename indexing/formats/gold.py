@@ -9,7 +9,7 @@ Names are compared normalized (lowercase, punctuation to spaces, a leading artic
 *equal* or *loose*: one name may contain the other as whole words (the paragraph "Aylwin (film)" and
 the label "Aylwin"). ``hoprag bench evidences`` scores extraction with these rules and ``hoprag
 distill`` corrects a teacher's triples with them (:mod:`distillation.gold`), so both read a fact the
-same way.
+same way; both merge several extractors' triples as one committee (:func:`committee_triples`) alike.
 """
 
 from __future__ import annotations
@@ -68,3 +68,22 @@ def links_pair(fact: Triple, triple: Triple, loose: bool) -> bool:
 def pair_found(fact: Triple, triples: Sequence[Triple], loose: bool) -> bool:
     """Whether any of ``triples`` links the fact's subject and object, in either direction."""
     return any(links_pair(fact, t, loose) for t in triples)
+
+
+def committee_triples(
+    first: Sequence[Sequence[str]], others: Sequence[Sequence[Sequence[str]]]
+) -> list[Triple]:
+    """The first teacher's triples, then each other teacher's triples whose subject-object pair
+    (either direction, names normalized) no earlier triple links: a committee finds pairs either
+    member misses, and where both link a pair the first teacher's relation stands."""
+    kept: list[Triple] = []
+    pairs: set[frozenset[str]] = set()
+    for rows in (first, *others):
+        for row in rows:
+            if len(row) != 3:
+                continue
+            pair = frozenset((normalize_entity(row[0]), normalize_entity(row[2])))
+            if rows is first or pair not in pairs:
+                kept.append((row[0], row[1], row[2]))
+                pairs.add(pair)
+    return kept

@@ -145,7 +145,7 @@ def test_init_adapter_resolves_to_an_absolute_directory_or_fails_before_the_teac
 
 
 def test_a_committee_adds_only_the_pairs_the_first_teacher_did_not_link():
-    from distillation.gold import committee_triples
+    from indexing.formats.gold import committee_triples
 
     first = [["Jerome Storm", "born in", "Denver"], ["The Show", "directed by", "Jerome Storm"]]
     student = [
