@@ -305,7 +305,7 @@ def gold_examples(config: DistillConfig, run_dir: Path) -> tuple[list[StudentExa
         others = [a[key] for a in answers[1:]]
         taught = committee_triples(
             record.triples, [r.triples for r in others if r is not None and r.status == "ok"]
-        )  # type: ignore[arg-type]
+        )
         report.committee_triples_added += len(taught) - len(record.triples)
         facts = [f for f in facts_of_passage.get(key, []) if _names_either(f, passage)]
         triples = corrected_triples(passage, taught, facts, report, settings.drop_unstated)
