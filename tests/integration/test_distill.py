@@ -66,6 +66,22 @@ def _config(tiny_base: Path, address: str, steps: int, workers: int = 1) -> Dist
     )
 
 
+def _film_items(count: int) -> list[dict]:
+    """A 2WikiMultihopQA file's items: question i asks who directed Film i, one paragraph each."""
+    return [
+        {
+            "_id": f"q{i}",
+            "question": f"Who directed Film {i}?",
+            "answer": f"Person {i}",
+            "type": "compositional",
+            "context": [[f"Film {i}", [f"Film {i} is a 1990 drama film directed by Person {i}."]]],
+            "supporting_facts": [[f"Film {i}", 0]],
+            "evidences": [[f"Film {i}", "director", f"Person {i}"]],
+        }
+        for i in range(count)
+    ]
+
+
 def _kill_the_worker_after_first_checkpoint(run_dir: Path, killed: list[int], stop: threading.Event) -> None:
     """SIGKILL the Ray Train worker once Ray Train has registered a checkpoint (its manager's
     snapshot lists one: files alone may belong to a report the controller has not taken yet)."""
@@ -177,18 +193,7 @@ def test_gold_facts_of_real_training_questions_teach_and_init_adapter_is_where_t
 
     from indexing.formats.reader import train_test_split
 
-    items = [
-        {
-            "_id": f"q{i}",
-            "question": f"Who directed Film {i}?",
-            "answer": f"Person {i}",
-            "type": "compositional",
-            "context": [[f"Film {i}", [f"Film {i} is a 1990 drama film directed by Person {i}."]]],
-            "supporting_facts": [[f"Film {i}", 0]],
-            "evidences": [[f"Film {i}", "director", f"Person {i}"]],
-        }
-        for i in range(8)
-    ]
+    items = _film_items(8)
     source = tmp_path / "dev.json"
     source.write_text(json.dumps(items))
     split = train_test_split([{"id": item["_id"]} for item in items], 0.5)
@@ -269,18 +274,7 @@ def test_a_published_benchmark_file_is_labelled_whole_and_teaches_nothing_it_tes
     """``--corpus`` a published file (2WikiMultihopQA's format), read as ``hoprag index`` reads it:
     every paragraph is labelled by a ``--teacher-only`` run; its questions are all test questions
     (no split), so a training run finds no paragraph it may teach and says so."""
-    items = [
-        {
-            "_id": f"q{i}",
-            "question": f"Who directed Film {i}?",
-            "answer": f"Person {i}",
-            "type": "compositional",
-            "context": [[f"Film {i}", [f"Film {i} is a 1990 drama film directed by Person {i}."]]],
-            "supporting_facts": [[f"Film {i}", 0]],
-            "evidences": [[f"Film {i}", "director", f"Person {i}"]],
-        }
-        for i in range(5)
-    ]
+    items = _film_items(5)
     source = tmp_path / "dev.json"
     source.write_text(json.dumps(items))
     teacher = {
