@@ -245,8 +245,7 @@ def run_evidence_benchmark(args: argparse.Namespace) -> int:
         raise BenchInputError(
             f"unknown system(s) {unknown}; configured: {sorted(config.systems)}, served: {args.served}"
         )
-    committees = [c.split("+") for c in args.committee]
-    for members in committees:
+    for members in (c.split("+") for c in args.committee):
         if len(members) < 2 or not set(members) <= set(names):
             raise BenchInputError(
                 f"--committee {'+'.join(members)}: name two or more of the systems run ({names}), joined by '+'"
